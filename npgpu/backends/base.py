@@ -1,0 +1,83 @@
+"""The contract every npgpu backend fulfils.
+
+The dispatcher (npgpu/_dispatch.py) decides *where* a call runs; a backend only
+answers "can you run this, with these dtypes?" (a predicate, asked before
+anything is launched) and then runs it on its own native arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+import numpy
+
+
+class Backend:
+    """Base class of the device backends.
+
+    Native arrays are the backend's own array objects (``cupy.ndarray``, the
+    OpenCL backend's strided buffer view, ...).  They must expose ``shape``,
+    ``dtype``, ``strides`` (bytes, NumPy's convention), ``ndim``, ``size`` and
+    ``nbytes``.  The dispatcher hands a backend natives, Python scalars, NumPy
+    scalars, ``None``, and lists/tuples of those; never a host ``ndarray`` and
+    never an ``npgpu`` device array.
+    """
+
+    #: Name used by ``npgpu.enable(backend=...)``.
+    name: ClassVar[str] = "base"
+    #: True when arrays live in the host's own memory (the numpy backend).
+    is_host: ClassVar[bool] = False
+
+    #: NumPy function -> implementation taking natives; filled by subclasses.
+    functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
+
+    # -- availability -------------------------------------------------------
+    @classmethod
+    def unavailable_reason(cls, **options: Any) -> str | None:
+        """None when this backend can run here, else a sentence saying why not."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Device facts for ``npgpu info`` (name, memory, fp64, ...)."""
+        return {"backend": self.name}
+
+    # -- memory -------------------------------------------------------------
+    def is_native(self, obj: Any) -> bool:
+        raise NotImplementedError
+
+    def from_host(self, array: numpy.ndarray) -> Any:
+        """Copy a host array to the device; returns a native array."""
+        raise NotImplementedError
+
+    def to_host(self, native: Any) -> numpy.ndarray:
+        """Copy a native array to a new host ``ndarray`` (same shape and dtype)."""
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Block until all queued device work has finished."""
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        raise NotImplementedError
+
+    # -- compute ------------------------------------------------------------
+    def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
+        """False when a dtype can't live on this device at all (e.g. float64 without fp64)."""
+        return all(dt.kind in "biufc" for dt in dtypes)
+
+    def supports_ufunc(
+        self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        """Can ``getattr(ufunc, method)`` run here with operand/loop dtypes ``dtypes``?"""
+        raise NotImplementedError
+
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def supports_function(
+        self, func: Callable[..., Any], dtypes: tuple[numpy.dtype, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        """Can ``func`` (a NumPy function, or an ``ndarray`` method) run here?"""
+        return func in self.functions and self.supports_dtypes(dtypes)
+
+    def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self.functions[func](*args, **kwargs)
