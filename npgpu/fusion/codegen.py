@@ -1,0 +1,353 @@
+"""IR -> kernel source: strided N-d elementwise and map-reduce kernels in OpenCL C or CUDA C.
+
+Source text comes only from the ufunc table and this module, never from user input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy
+
+from . import ufuncs as _table
+from .ir import Apply, Cast, Graph, Input, Node, Scalar, Select, walk
+
+#: Reductions the map-reduce kernel knows: name -> ufunc whose table entry combines.
+REDUCE_UFUNCS: dict[str, numpy.ufunc] = {
+    "add": numpy.add,
+    "multiply": numpy.multiply,
+    "maximum": numpy.maximum,
+    "minimum": numpy.minimum,
+    "fmax": numpy.fmax,
+    "fmin": numpy.fmin,
+    "logical_and": numpy.logical_and,
+    "logical_or": numpy.logical_or,
+    "bitwise_and": numpy.bitwise_and,
+    "bitwise_or": numpy.bitwise_or,
+    "bitwise_xor": numpy.bitwise_xor,
+}
+ARG_REDUCTIONS = ("argmax", "argmin")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The launch-shape part of a cache key.
+
+    contiguous: every operand is 1-d contiguous (elements addressed as p[off + i]);
+    otherwise ``ndim`` collapsed dimensions with per-operand byte strides.
+    index64: index arithmetic in 64 bits (needed past 2**31 elements or bytes).
+    where: a bool mask operand follows the outputs; outputs are written where it is true.
+    """
+
+    ndim: int
+    contiguous: bool
+    index64: bool = True
+    where: bool = False
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Generated source plus what the launcher needs to know about its arguments."""
+
+    source: str
+    name: str
+    dialect: str
+    #: argument kinds in order: ("array", dtype) | ("scalar", dtype) | ("index", None)
+    args: tuple[tuple[str, numpy.dtype | None], ...]
+    needs_fp64: bool
+
+
+def _idx(layout_index64: bool, dialect: str) -> str:
+    if dialect == "opencl":
+        return "long" if layout_index64 else "int"
+    return "long long" if layout_index64 else "int"
+
+
+def _needs_fp64(dtypes: set[numpy.dtype]) -> bool:
+    return any(numpy.dtype(dt) == numpy.float64 for dt in dtypes)
+
+
+def _preamble(dialect: str, fp64: bool) -> list[str]:
+    lines = []
+    if dialect == "opencl":
+        # FP_CONTRACT OFF: no fused multiply-add, so a*b+c rounds like NumPy.
+        lines.append("#pragma OPENCL FP_CONTRACT OFF")
+        if fp64:
+            lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    else:
+        lines.append("#pragma nv_diag_suppress 177")
+    lines.append(_table.typedefs(dialect))
+    return lines
+
+
+def emit_body(
+    graph: Graph, dialect: str, load: dict[int, str], scalar_names: list[str]
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """Statements computing every graph output.
+
+    ``load[i]`` is the C expression reading input ``i``.  Returns (statements, names of the
+    output values, helper functions).  Each node is computed once (shared subexpressions).
+    """
+    names: dict[Node, str] = {}
+    stmts: list[str] = []
+    helpers: dict[str, str] = {}
+    for node in walk(graph.outputs):
+        ct = _table.ctype(node.dtype)
+        if isinstance(node, Input):
+            expr = load[node.index]
+        elif isinstance(node, Scalar):
+            expr = scalar_names[node.index]
+        elif isinstance(node, Cast):
+            src = names[node.operand]
+            # C truncates 0.5 to 0; NumPy's bool conversion is "nonzero".
+            expr = f"(({ct})({src} != 0))" if node.dtype.kind == "b" else f"(({ct}){src})"
+        elif isinstance(node, Apply):
+            expr, needed = _table.render(
+                node.ufunc, node.loop, [names[o] for o in node.operands], node.out_index, dialect
+            )
+            helpers.update(needed)
+        elif isinstance(node, Select):
+            expr = f"({names[node.cond]} ? {names[node.a]} : {names[node.b]})"
+        else:  # pragma: no cover - the IR is closed
+            raise TypeError(f"unknown IR node {node!r}")
+        name = f"t{len(names)}"
+        names[node] = name
+        stmts.append(f"{ct} {name} = {expr};")
+    return stmts, [names[o] for o in graph.outputs], helpers
+
+
+class _Sig:
+    """Collects kernel parameters for one dialect."""
+
+    def __init__(self, dialect: str, idx: str):
+        self.dialect = dialect
+        self.idx = idx
+        self.params: list[str] = []
+        self.args: list[tuple[str, numpy.dtype | None]] = []
+
+    def pointer(self, name: str, ctype: str | None, const: bool) -> None:
+        space = "__global " if self.dialect == "opencl" else ""
+        c = "const " if const else ""
+        self.params.append(f"{space}{c}{ctype or 'char'}* {name}")
+
+    def array(self, pname: str, oname: str, dtype: numpy.dtype, typed: bool, const: bool) -> None:
+        self.pointer(pname, _table.ctype(dtype) if typed else None, const)
+        self.params.append(f"{self.idx} {oname}")
+        self.args.append(("array", numpy.dtype(dtype)))
+
+    def scalar(self, name: str, dtype: numpy.dtype) -> None:
+        self.params.append(f"{_table.ctype(dtype)} {name}")
+        self.args.append(("scalar", numpy.dtype(dtype)))
+
+    def index(self, name: str) -> None:
+        self.params.append(f"{self.idx} {name}")
+        self.args.append(("index", None))
+
+    def header(self, name: str) -> str:
+        q = "__kernel void" if self.dialect == "opencl" else 'extern "C" __global__ void'
+        return f"{q} {name}(" + ", ".join(self.params) + ")"
+
+    def gid(self) -> str:
+        if self.dialect == "opencl":
+            return f"({self.idx})get_global_id(0)"
+        return f"(({self.idx})blockIdx.x * ({self.idx})blockDim.x + ({self.idx})threadIdx.x)"
+
+
+def _ptr_cast(dialect: str, ctype: str, const: bool) -> str:
+    space = "__global " if dialect == "opencl" else ""
+    return f"({space}{'const ' if const else ''}{ctype}*)"
+
+
+def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str = "npg_elementwise") -> KernelSource:
+    """An elementwise kernel: one work-item (thread) per element of the broadcast shape.
+
+    Arguments, in order: for each input, then each output, then the where-mask:
+    (pointer, offset) -- offset in elements when ``layout.contiguous``, else in bytes;
+    then each scalar by value; then n (element count); then, unless contiguous,
+    the ndim extents and, per array operand in the same order, ndim byte strides.
+    """
+    idx = _idx(layout.index64, dialect)
+    sig = _Sig(dialect, idx)
+    contiguous = layout.contiguous
+    operands: list[tuple[str, numpy.dtype, bool]] = []  # (name, dtype, is_output)
+    for i, dt in enumerate(graph.inputs):
+        operands.append((f"in{i}", dt, False))
+    for k, dt in enumerate(graph.out_dtypes):
+        operands.append((f"out{k}", dt, True))
+    if layout.where:
+        operands.append(("mask", numpy.dtype(bool), False))
+    for pname, dt, is_out in operands:
+        sig.array(pname, f"{pname}_off", dt, typed=contiguous, const=not is_out)
+    scalar_names = [f"s{j}" for j in range(len(graph.scalars))]
+    for sname, dt in zip(scalar_names, graph.scalars, strict=True):
+        sig.scalar(sname, dt)
+    sig.index("n")
+    nd = layout.ndim
+    if not contiguous:
+        for d in range(nd):
+            sig.index(f"dim{d}")
+        for pname, _, _ in operands:
+            for d in range(nd):
+                sig.index(f"{pname}_st{d}")
+
+    body = [f"{idx} i = {sig.gid()};", "if (i >= n) return;"]
+    addr: dict[str, str] = {}
+    if contiguous:
+        for pname, _, _ in operands:
+            addr[pname] = f"{pname}[{pname}_off + i]"
+    else:
+        # unravel i over the C-order extents, innermost first
+        body.append(f"{idx} r = i;")
+        for d in range(nd - 1, 0, -1):
+            body.append(f"{idx} c{d} = r % dim{d}; r /= dim{d};")
+        body.append(f"{idx} c0 = r;")
+        for pname, dt, is_out in operands:
+            terms = " + ".join([f"{pname}_off"] + [f"c{d} * {pname}_st{d}" for d in range(nd)])
+            ct = _table.ctype(dt)
+            addr[pname] = f"(*{_ptr_cast(dialect, ct, not is_out)}({pname} + ({terms})))"
+    load = {i: addr[f"in{i}"] for i in range(len(graph.inputs))}
+    stmts, results, helpers = emit_body(graph, dialect, load, scalar_names)
+    body.extend(stmts)
+    stores = [f"{addr[f'out{k}']} = {res};" for k, res in enumerate(results)]
+    if layout.where:
+        body.append("if (" + addr["mask"] + ") {")
+        body.extend("  " + s for s in stores)
+        body.append("}")
+    else:
+        body.extend(stores)
+    fp64 = _needs_fp64(graph.dtypes())
+    src = (
+        _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
+    )
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+@dataclass(frozen=True)
+class ReduceLayout:
+    """Map-reduce launch shape: ``outer_ndim`` kept dims, ``inner_ndim`` reduced dims.
+
+    Work-item g handles output m = g / parts and part p = g % parts of the reduced
+    range; ``interleaved`` parts step by ``parts`` (coalesced on GPUs), otherwise each
+    part is one contiguous chunk (cache-friendly on CPUs).  ``index_input``: for arg
+    reductions, the candidate index is read from an extra int64 input (second stage)
+    rather than the position.
+    """
+
+    outer_ndim: int
+    inner_ndim: int
+    interleaved: bool = False
+    index_input: bool = False
+    index64: bool = True
+
+
+def map_reduce(
+    graph: Graph,
+    op: str,
+    acc_dtype: numpy.dtype,
+    layout: ReduceLayout,
+    dialect: str = "opencl",
+    name: str = "npg_map_reduce",
+) -> KernelSource:
+    """A map-reduce kernel: evaluate ``graph`` (one output) and reduce it with ``op``.
+
+    Arguments: for each input, (char pointer, byte offset); scalars by value; then
+    m (outputs), k (reduced length), parts; outer extents, inner extents; per input,
+    outer byte strides then inner byte strides; then the partial-result array
+    (acc_dtype, m*parts, contiguous) and its element offset; for arg reductions also
+    an int64 index array of the same length and offset; with ``index_input`` the
+    last input is that int64 index array of the previous stage (read like the others).
+    The identity (initial value) is a scalar argument ``init`` of acc_dtype, right after
+    the graph's scalars.
+    """
+    if len(graph.outputs) != 1:
+        raise ValueError("map_reduce takes a graph of one output")
+    acc_dtype = numpy.dtype(acc_dtype)
+    idx = _idx(layout.index64, dialect)
+    sig = _Sig(dialect, idx)
+    nin = len(graph.inputs)
+    for i, dt in enumerate(graph.inputs):
+        sig.array(f"in{i}", f"in{i}_off", dt, typed=False, const=True)
+    n_index_in = 1 if layout.index_input else 0
+    if layout.index_input:
+        sig.array("idxin", "idxin_off", numpy.dtype(numpy.int64), typed=False, const=True)
+    scalar_names = [f"s{j}" for j in range(len(graph.scalars))]
+    for sname, dt in zip(scalar_names, graph.scalars, strict=True):
+        sig.scalar(sname, dt)
+    sig.scalar("init", acc_dtype)
+    for n in ("m", "k", "parts"):
+        sig.index(n)
+    no, ni = layout.outer_ndim, layout.inner_ndim
+    for d in range(no):
+        sig.index(f"odim{d}")
+    for d in range(ni):
+        sig.index(f"idim{d}")
+    ops = [f"in{i}" for i in range(nin)] + (["idxin"] if n_index_in else [])
+    for p in ops:
+        for d in range(no):
+            sig.index(f"{p}_ost{d}")
+        for d in range(ni):
+            sig.index(f"{p}_ist{d}")
+    is_arg = op in ARG_REDUCTIONS
+    sig.array("acc_out", "acc_off", acc_dtype, typed=True, const=False)
+    if is_arg:
+        sig.array("idx_out", "idx_off", numpy.dtype(numpy.int64), typed=True, const=False)
+
+    act = _table.ctype(acc_dtype)
+    body = [f"{idx} g = {sig.gid()};", "if (g >= m * parts) return;", f"{idx} mi = g / parts;", f"{idx} p = g % parts;"]
+    body.append(f"{idx} r = mi;")
+    for d in range(no - 1, -1, -1):
+        body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
+    for p in ops:
+        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
+        body.append(f"{idx} {p}_base = {terms};")
+    if layout.interleaved:
+        body.append(f"{idx} kk0 = p, kk1 = k, step = parts;")
+    else:
+        body.append(f"{idx} chunk = (k + parts - 1) / parts;")
+        body.append(f"{idx} kk0 = p * chunk, kk1 = kk0 + chunk < k ? kk0 + chunk : k, step = 1;")
+    body.append(f"{act} acc = init;")
+    if is_arg:
+        body.append("i64_t bi = -1;")
+    body.append(f"for ({idx} kk = kk0; kk < kk1; kk += step) {{")
+    loop = [f"{idx} q = kk;"]
+    for d in range(ni - 1, 0, -1):
+        loop.append(f"{idx} ic{d} = q % idim{d}; q /= idim{d};")
+    if ni:
+        loop.append(f"{idx} ic0 = q;")
+    addr: dict[str, str] = {}
+    for i, p in enumerate(ops):
+        terms = " + ".join([f"{p}_base"] + [f"ic{d} * {p}_ist{d}" for d in range(ni)])
+        dt = graph.inputs[i] if i < nin else numpy.dtype(numpy.int64)
+        addr[p] = f"(*{_ptr_cast(dialect, _table.ctype(dt), True)}(({p}) + ({terms})))"
+    stmts, results, helpers = emit_body(graph, dialect, {i: addr[f"in{i}"] for i in range(nin)}, scalar_names)
+    loop.extend(stmts)
+    val = results[0]
+    if graph.out_dtypes[0] != acc_dtype:
+        val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+    loop.append(f"{act} v = {val};")
+    if is_arg:
+        loop.append("i64_t vi = " + (addr["idxin"] if n_index_in else "(i64_t)kk") + ";")
+        better = "v > acc" if op == "argmax" else "v < acc"
+        if acc_dtype.kind == "f":
+            # NumPy: the first NaN wins; otherwise the first extreme value.
+            cond = (
+                f"bi < 0 || (!isnan(acc) && (isnan(v) || {better})) || "
+                "(vi < bi && (v == acc || (isnan(v) && isnan(acc))))"
+            )
+        else:
+            cond = f"bi < 0 || {better} || (v == acc && vi < bi)"
+        loop.append(f"if (vi >= 0 && ({cond})) {{ acc = v; bi = vi; }}")
+    else:
+        combine, needed = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", "v"], 0, dialect)
+        helpers.update(needed)
+        loop.append(f"acc = {combine};")
+    body.extend("  " + s for s in loop)
+    body.append("}")
+    body.append("acc_out[acc_off + g] = acc;")
+    if is_arg:
+        body.append("idx_out[idx_off + g] = bi;")
+    fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
+    src = (
+        _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
+    )
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)

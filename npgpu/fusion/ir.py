@@ -1,0 +1,182 @@
+"""A small backend-neutral expression IR for elementwise kernels.
+
+One eager ufunc call is a graph of one node; fusion records longer graphs into the same IR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy
+
+from . import ufuncs as _table
+
+
+@dataclass(frozen=True)
+class Input:
+    """Array operand ``index`` of the kernel, read with its own dtype."""
+
+    index: int
+    dtype: numpy.dtype
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """Scalar kernel argument ``index`` (a value passed at launch, never source text)."""
+
+    index: int
+    dtype: numpy.dtype
+
+
+@dataclass(frozen=True)
+class Cast:
+    """Convert ``operand`` to ``dtype`` with C conversion (NumPy's ``astype`` for supported pairs)."""
+
+    operand: Node
+    dtype: numpy.dtype
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Output ``out_index`` of ``ufunc`` run with resolved ``loop`` dtypes (inputs then outputs)."""
+
+    ufunc: numpy.ufunc
+    loop: tuple[numpy.dtype, ...]
+    operands: tuple[Node, ...]
+    out_index: int = 0
+
+    @property
+    def dtype(self) -> numpy.dtype:
+        return self.loop[self.ufunc.nin + self.out_index]
+
+
+@dataclass(frozen=True)
+class Select:
+    """``where(cond, a, b)``; ``a`` and ``b`` already have the result dtype."""
+
+    cond: Node
+    a: Node
+    b: Node
+
+    @property
+    def dtype(self) -> numpy.dtype:
+        return self.a.dtype
+
+
+Node = Input | Scalar | Cast | Apply | Select
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A kernel body: array inputs, scalar arguments, and the nodes written to each output.
+
+    Frozen and hashable: the graph itself is the structural part of a kernel cache key.
+    Output ``k`` is stored with ``out_dtypes[k]`` (a Cast is added by the builder).
+    """
+
+    inputs: tuple[numpy.dtype, ...]
+    scalars: tuple[numpy.dtype, ...]
+    outputs: tuple[Node, ...]
+
+    @property
+    def out_dtypes(self) -> tuple[numpy.dtype, ...]:
+        return tuple(node.dtype for node in self.outputs)
+
+    def dtypes(self) -> set[numpy.dtype]:
+        """Every dtype appearing anywhere (decides the fp64 pragma, device support)."""
+        seen: set[numpy.dtype] = set(self.inputs) | set(self.scalars)
+        for node in walk(self.outputs):
+            seen.add(node.dtype)
+            if isinstance(node, Apply):
+                seen.update(node.loop)
+        return seen
+
+
+def walk(roots: tuple[Node, ...]) -> list[Node]:
+    """Nodes reachable from ``roots``, operands before users, each once."""
+    order: list[Node] = []
+    seen: set[Node] = set()
+
+    def visit(node: Node) -> None:
+        if node in seen:
+            return
+        seen.add(node)
+        if isinstance(node, Cast):
+            visit(node.operand)
+        elif isinstance(node, Apply):
+            for op in node.operands:
+                visit(op)
+        elif isinstance(node, Select):
+            visit(node.cond)
+            visit(node.a)
+            visit(node.b)
+        order.append(node)
+
+    for root in roots:
+        visit(root)
+    return order
+
+
+@dataclass
+class GraphBuilder:
+    """Builds a Graph: ``b = GraphBuilder(); x = b.input(dt); y = b.apply(numpy.sin, loop, x); b.build([y])``."""
+
+    inputs: list[numpy.dtype] = field(default_factory=list)
+    scalars: list[numpy.dtype] = field(default_factory=list)
+
+    def input(self, dtype: numpy.dtype) -> Input:
+        self.inputs.append(numpy.dtype(dtype))
+        return Input(len(self.inputs) - 1, numpy.dtype(dtype))
+
+    def scalar(self, dtype: numpy.dtype) -> Scalar:
+        self.scalars.append(numpy.dtype(dtype))
+        return Scalar(len(self.scalars) - 1, numpy.dtype(dtype))
+
+    @staticmethod
+    def cast(node: Node, dtype: numpy.dtype) -> Node:
+        dtype = numpy.dtype(dtype)
+        return node if node.dtype == dtype else Cast(node, dtype)
+
+    def apply(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], *operands: Node) -> tuple[Node, ...]:
+        """All outputs of ``ufunc`` over ``operands`` (cast to the loop's input dtypes)."""
+        loop = tuple(numpy.dtype(dt) for dt in loop)
+        if len(operands) != ufunc.nin or len(loop) != ufunc.nin + ufunc.nout:
+            raise ValueError(f"{ufunc.__name__} takes {ufunc.nin} operands and {ufunc.nin + ufunc.nout} loop dtypes")
+        if not _table.supports_loop(ufunc, loop):
+            raise KeyError(f"no template for {ufunc.__name__} with loop {loop}")
+        ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop, strict=True))
+        return tuple(Apply(ufunc, loop, ops, k) for k in range(ufunc.nout))
+
+    def select(self, cond: Node, a: Node, b: Node, dtype: numpy.dtype) -> Select:
+        return Select(self.cast(cond, numpy.dtype(bool)), self.cast(a, dtype), self.cast(b, dtype))
+
+    def build(self, outputs: list[Node], out_dtypes: list[numpy.dtype] | None = None) -> Graph:
+        if out_dtypes is not None:
+            outputs = [self.cast(node, dt) for node, dt in zip(outputs, out_dtypes, strict=True)]
+        return Graph(tuple(self.inputs), tuple(self.scalars), tuple(outputs))
+
+
+def ufunc_graph(
+    ufunc: numpy.ufunc,
+    loop: tuple[numpy.dtype, ...],
+    operand_kinds: tuple[str, ...],
+    operand_dtypes: tuple[numpy.dtype, ...],
+    out_dtypes: tuple[numpy.dtype, ...],
+) -> Graph:
+    """The one-node graph of an eager ufunc call.
+
+    ``operand_kinds[i]`` is "array" or "scalar"; scalars are kernel arguments of
+    ``operand_dtypes[i]``; output k is stored as ``out_dtypes[k]`` (cast if needed).
+    """
+    b = GraphBuilder()
+    ops: list[Node] = []
+    for kind, dt in zip(operand_kinds, operand_dtypes, strict=True):
+        ops.append(b.input(dt) if kind == "array" else b.scalar(dt))
+    outs = b.apply(ufunc, loop, *ops)
+    return b.build(list(outs), list(out_dtypes))
+
+
+def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
+    """Copy-with-conversion: one input, one output."""
+    b = GraphBuilder()
+    return b.build([b.input(src)], [dst])

@@ -1,0 +1,379 @@
+"""The ufunc table: for each NumPy ufunc and dtype loop, a C expression template.
+
+Shared by the OpenCL and CUDA emitters; dialect differences live in ``DIALECTS`` only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy
+
+# -- C types ----------------------------------------------------------------
+# Generated code names types by these aliases; each dialect's preamble typedefs them.
+# bool is stored as one unsigned byte (NumPy's layout); OpenCL forbids `bool` in buffers.
+CTYPES: dict[str, str] = {
+    "b": "b1_t",
+    "i1": "i8_t",
+    "i2": "i16_t",
+    "i4": "i32_t",
+    "i8": "i64_t",
+    "u1": "u8_t",
+    "u2": "u16_t",
+    "u4": "u32_t",
+    "u8": "u64_t",
+    "f4": "f32_t",
+    "f8": "f64_t",
+}
+
+_OPENCL_TYPEDEFS = {
+    "b1_t": "uchar",
+    "i8_t": "char",
+    "i16_t": "short",
+    "i32_t": "int",
+    "i64_t": "long",
+    "u8_t": "uchar",
+    "u16_t": "ushort",
+    "u32_t": "uint",
+    "u64_t": "ulong",
+    "f32_t": "float",
+    "f64_t": "double",
+}
+_CUDA_TYPEDEFS = {
+    "b1_t": "unsigned char",
+    "i8_t": "signed char",
+    "i16_t": "short",
+    "i32_t": "int",
+    "i64_t": "long long",
+    "u8_t": "unsigned char",
+    "u16_t": "unsigned short",
+    "u32_t": "unsigned int",
+    "u64_t": "unsigned long long",
+    "f32_t": "float",
+    "f64_t": "double",
+}
+
+# C math functions the templates call by their double-precision names.  CUDA wants the
+# `f` suffix for float (OpenCL overloads them), so the CUDA dialect renames them.
+_MATH = (
+    "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 log10 log1p "
+    "sqrt cbrt pow fabs floor ceil trunc rint fmod atan2 hypot copysign nextafter fmax fmin ldexp modf"
+).split()
+_MATH_RE = re.compile(r"\b(" + "|".join(_MATH) + r")\(")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between OpenCL C and CUDA C for the generated code."""
+
+    name: str
+    typedefs: dict[str, str]
+    #: qualifier of helper functions
+    inline: str
+    #: rename math functions for float32 (CUDA: sin -> sinf)
+    float_suffix: bool
+
+
+DIALECTS: dict[str, Dialect] = {
+    "opencl": Dialect("opencl", _OPENCL_TYPEDEFS, "inline", False),
+    "cuda": Dialect("cuda", _CUDA_TYPEDEFS, "__device__ __forceinline__", True),
+}
+
+
+def ctype(dtype: numpy.dtype) -> str:
+    """The generated-code alias of a supported dtype (KeyError when unsupported)."""
+    dtype = numpy.dtype(dtype)
+    return CTYPES["b" if dtype.kind == "b" else dtype.str[1:]]
+
+
+def is_supported_dtype(dtype: numpy.dtype) -> bool:
+    dtype = numpy.dtype(dtype)
+    return dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES)
+
+
+def _wide_unsigned(dtype: numpy.dtype) -> str:
+    # Integer arithmetic is done in an unsigned type at least 32 bits wide: signed
+    # overflow is undefined in C, NumPy wraps.
+    return "u64_t" if numpy.dtype(dtype).itemsize == 8 else "u32_t"
+
+
+# -- helper functions (emitted once per kernel, only when used) --------------
+# Keys are helper templates; {T} is the C type, the function name gets a suffix per type.
+_HELPERS: dict[str, str] = {
+    # NumPy: integer division by zero gives 0; floor rounding; MIN // -1 wraps to MIN.
+    "floordiv_s": """{inline} {T} npg_floordiv_{S}({T} a, {T} b) {{
+  if (b == 0) return 0;
+  if (b == -1) return ({T})(({U})0 - ({U})a);
+  {T} q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}}""",
+    "floordiv_u": """{inline} {T} npg_floordiv_{S}({T} a, {T} b) {{
+  return b == 0 ? ({T})0 : ({T})(a / b);
+}}""",
+    "remainder_s": """{inline} {T} npg_remainder_{S}({T} a, {T} b) {{
+  if (b == 0 || b == -1) return 0;
+  {T} r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}}""",
+    "remainder_u": """{inline} {T} npg_remainder_{S}({T} a, {T} b) {{
+  return b == 0 ? ({T})0 : ({T})(a % b);
+}}""",
+    "fmod_s": """{inline} {T} npg_fmod_{S}({T} a, {T} b) {{
+  return (b == 0 || b == -1) ? ({T})0 : ({T})(a % b);
+}}""",
+    # NumPy's float divmod: fmod, then fix the sign, then round the quotient.
+    "floordiv_f": """{inline} {T} npg_floordiv_{S}({T} a, {T} b) {{
+  if (b == 0) return a / b;
+  {T} mod = fmod(a, b);
+  {T} div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign(({T})0, a / b);
+  {T} fl = floor(div);
+  if (div - fl > ({T})0.5) fl += 1;
+  return fl;
+}}""",
+    "remainder_f": """{inline} {T} npg_remainder_{S}({T} a, {T} b) {{
+  if (b == 0) return fmod(a, b);
+  {T} mod = fmod(a, b);
+  if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }}
+  else mod = copysign(({T})0, b);
+  return mod;
+}}""",
+    # exponentiation by squaring in wrapping unsigned arithmetic; negative exponents are
+    # rejected on the host before launch (NumPy raises ValueError).
+    "power_i": """{inline} {T} npg_power_{S}({T} a, {T} b) {{
+  {U} r = 1, x = ({U})a;
+  {U} e = ({U})b;
+  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}
+  return ({T})r;
+}}""",
+    "lshift": """{inline} {T} npg_lshift_{S}({T} a, {T} b) {{
+  return (({U})b < ({U})(8 * sizeof({T}))) ? ({T})(({U})a << b) : ({T})0;
+}}""",
+    "rshift": """{inline} {T} npg_rshift_{S}({T} a, {T} b) {{
+  if (({U})b < ({U})(8 * sizeof({T}))) return ({T})(a >> b);
+  return a < 0 ? ({T})-1 : ({T})0;
+}}""",
+    "gcd": """{inline} {T} npg_gcd_{S}({T} a, {T} b) {{
+  {U} x = a < 0 ? ({U})0 - ({U})a : ({U})a;
+  {U} y = b < 0 ? ({U})0 - ({U})b : ({U})b;
+  while (y) {{ {U} t = x % y; x = y; y = t; }}
+  return ({T})x;
+}}""",
+    "logaddexp": """{inline} {T} npg_logaddexp_{S}({T} a, {T} b) {{
+  if (a == b) return a + ({T})0.69314718055994530942;
+  {T} d = a - b;
+  if (d > 0) return a + log1p(exp(-d));
+  if (d <= 0) return b + log1p(exp(d));
+  return d;
+}}""",
+    "logaddexp2": """{inline} {T} npg_logaddexp2_{S}({T} a, {T} b) {{
+  if (a == b) return a + 1;
+  {T} d = a - b;
+  if (d > 0) return a + log1p(exp2(-d)) * ({T})1.44269504088896340736;
+  if (d <= 0) return b + log1p(exp2(d)) * ({T})1.44269504088896340736;
+  return d;
+}}""",
+}
+
+
+def _h(helper: str, args: str = "{0}, {1}") -> str:
+    return "@" + helper + "(" + args + ")"
+
+
+_SWRAP = "(({T})(({U}){0} {op} ({U}){1}))"
+
+
+def _wrap(op: str) -> str:
+    return _SWRAP.replace("{op}", op)
+
+
+_NAN_MAX = "((({0}) > ({1}) || isnan({0})) ? ({0}) : ({1}))"
+_NAN_MIN = "((({0}) < ({1}) || isnan({0})) ? ({0}) : ({1}))"
+
+# -- THE TABLE ----------------------------------------------------------------
+# ufunc name -> {kinds of the first loop input: template, or a tuple per output}.
+# Kinds: b bool, i signed int, u unsigned int, f float.  Operands are {0}, {1}, ...;
+# {T} is the output's C type, {U} the wide unsigned type, @name(...) a helper above.
+TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "add": {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})"},
+    "subtract": {"iu": _wrap("-"), "f": "({0} - {1})"},
+    "multiply": {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})"},
+    "true_divide": {"f": "({0} / {1})"},
+    "floor_divide": {"i": _h("floordiv_s"), "u": _h("floordiv_u"), "f": _h("floordiv_f")},
+    "remainder": {"i": _h("remainder_s"), "u": _h("remainder_u"), "f": _h("remainder_f")},
+    "fmod": {"i": _h("fmod_s"), "u": _h("remainder_u"), "f": "fmod({0}, {1})"},
+    "divmod": {
+        "i": (_h("floordiv_s"), _h("remainder_s")),
+        "u": (_h("floordiv_u"), _h("remainder_u")),
+        "f": (_h("floordiv_f"), _h("remainder_f")),
+    },
+    "power": {"iu": _h("power_i"), "f": "pow({0}, {1})"},
+    "float_power": {"f": "pow({0}, {1})"},
+    "negative": {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})"},
+    "positive": {"iuf": "({0})"},
+    "square": {"iu": _wrap("*").replace("{1}", "{0}"), "f": "({0} * {0})"},
+    "reciprocal": {"f": "(({T})1 / {0})"},
+    "absolute": {"b": "({0})", "i": "({0} < 0 ? ({T})(({U})0 - ({U}){0}) : {0})", "u": "({0})", "f": "fabs({0})"},
+    "fabs": {"f": "fabs({0})"},
+    "sign": {
+        "i": "(({0} > 0) - ({0} < 0))",
+        "u": "({0} > 0)",
+        "f": "({0} > 0 ? ({T})1 : ({0} < 0 ? ({T})-1 : ({0} == 0 ? ({T})0 : {0})))",
+    },
+    "conjugate": {"biuf": "({0})"},
+    "maximum": {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX},
+    "minimum": {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN},
+    "fmax": {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"},
+    "fmin": {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"},
+    "clip": {
+        "biu": "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))",
+        "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")",
+    },
+    "equal": {"biuf": "({0} == {1})"},
+    "not_equal": {"biuf": "({0} != {1})"},
+    "less": {"biuf": "({0} < {1})"},
+    "less_equal": {"biuf": "({0} <= {1})"},
+    "greater": {"biuf": "({0} > {1})"},
+    "greater_equal": {"biuf": "({0} >= {1})"},
+    "logical_and": {"biuf": "({0} != 0 && {1} != 0)"},
+    "logical_or": {"biuf": "({0} != 0 || {1} != 0)"},
+    "logical_xor": {"biuf": "(({0} != 0) != ({1} != 0))"},
+    "logical_not": {"biuf": "({0} == 0)"},
+    "bitwise_and": {"biu": "({0} & {1})"},
+    "bitwise_or": {"biu": "({0} | {1})"},
+    "bitwise_xor": {"biu": "({0} ^ {1})"},
+    "invert": {"b": "(!{0})", "iu": "(~{0})"},
+    "left_shift": {"iu": _h("lshift")},
+    "right_shift": {"iu": _h("rshift")},
+    "gcd": {"iu": _h("gcd")},
+    "isnan": {"biu": "0", "f": "isnan({0})"},
+    "isinf": {"biu": "0", "f": "isinf({0})"},
+    "isfinite": {"biu": "1", "f": "isfinite({0})"},
+    "signbit": {"f": "signbit({0})"},
+    "copysign": {"f": "copysign({0}, {1})"},
+    "nextafter": {"f": "nextafter({0}, {1})"},
+    "heaviside": {"f": "(isnan({0}) ? {0} : ({0} == 0 ? {1} : ({0} < 0 ? ({T})0 : ({T})1)))"},
+    "arctan2": {"f": "atan2({0}, {1})"},
+    "hypot": {"f": "hypot({0}, {1})"},
+    "logaddexp": {"f": _h("logaddexp")},
+    "logaddexp2": {"f": _h("logaddexp2")},
+    "sqrt": {"f": "sqrt({0})"},
+    "cbrt": {"f": "cbrt({0})"},
+    "exp": {"f": "exp({0})"},
+    "exp2": {"f": "exp2({0})"},
+    "expm1": {"f": "expm1({0})"},
+    "log": {"f": "log({0})"},
+    "log2": {"f": "log2({0})"},
+    "log10": {"f": "log10({0})"},
+    "log1p": {"f": "log1p({0})"},
+    "sin": {"f": "sin({0})"},
+    "cos": {"f": "cos({0})"},
+    "tan": {"f": "tan({0})"},
+    "arcsin": {"f": "asin({0})"},
+    "arccos": {"f": "acos({0})"},
+    "arctan": {"f": "atan({0})"},
+    "sinh": {"f": "sinh({0})"},
+    "cosh": {"f": "cosh({0})"},
+    "tanh": {"f": "tanh({0})"},
+    "arcsinh": {"f": "asinh({0})"},
+    "arccosh": {"f": "acosh({0})"},
+    "arctanh": {"f": "atanh({0})"},
+    "floor": {"f": "floor({0})"},
+    "ceil": {"f": "ceil({0})"},
+    "trunc": {"f": "trunc({0})"},
+    "rint": {"f": "rint({0})"},
+    "deg2rad": {"f": "({0} * ({T})0.017453292519943295769)"},
+    "radians": {"f": "({0} * ({T})0.017453292519943295769)"},
+    "rad2deg": {"f": "({0} * ({T})57.295779513082320877)"},
+    "degrees": {"f": "({0} * ({T})57.295779513082320877)"},
+}
+
+# Results NumPy computes with correctly rounded or exactly specified operations: these
+# match NumPy bit for bit on IEEE devices with FP_CONTRACT OFF.  Others are libm-grade.
+EXACT = frozenset(
+    "add subtract multiply true_divide negative positive square absolute fabs sign maximum minimum fmax fmin "
+    "sqrt floor ceil trunc rint copysign".split()
+)
+
+
+def _lookup(ufunc_name: str, kind: str) -> str | tuple[str, ...] | None:
+    entry = TABLE.get(ufunc_name)
+    if entry is None:
+        return None
+    for kinds, template in entry.items():
+        if kind in kinds:
+            return template
+    return None
+
+
+def _name(ufunc: numpy.ufunc) -> str:
+    return ufunc.__name__
+
+
+def supports_loop(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
+    """True when the table has a template for this ufunc and resolved loop dtypes."""
+    if not all(is_supported_dtype(dt) for dt in loop):
+        return False
+    template = _lookup(_name(ufunc), loop[0].kind)
+    if template is None:
+        return False
+    return (len(template) if isinstance(template, tuple) else 1) == ufunc.nout
+
+
+def float_suffix_needed(dialect: Dialect, loop: tuple[numpy.dtype, ...]) -> bool:
+    return dialect.float_suffix and any(dt == numpy.float32 for dt in loop[: max(1, len(loop))])
+
+
+def _dialectize(text: str, dialect: Dialect, compute_dtype: numpy.dtype) -> str:
+    if dialect.float_suffix and compute_dtype == numpy.float32:
+        text = _MATH_RE.sub(lambda m: m.group(1) + "f(", text)
+    return text
+
+
+def render(
+    ufunc: numpy.ufunc,
+    loop: tuple[numpy.dtype, ...],
+    operands: list[str],
+    out_index: int,
+    dialect: str,
+) -> tuple[str, dict[str, str]]:
+    """C expression for output ``out_index`` of ``ufunc`` over operand expressions.
+
+    Returns the expression (already cast to the output's C type) and the helper
+    functions it needs, as {name: source}.  Operand expressions must already have
+    the loop's input C types.
+    """
+    d = DIALECTS[dialect]
+    nin = ufunc.nin
+    out_dt = loop[nin + out_index]
+    in_dt = loop[0]
+    template = _lookup(_name(ufunc), in_dt.kind)
+    if template is None:
+        raise KeyError(f"no {dialect} template for {ufunc.__name__} with loop {loop}")
+    if isinstance(template, tuple):
+        template = template[out_index]
+    # helpers are typed by the loop's input type (they take and return it)
+    helpers: dict[str, str] = {}
+    t_in = ctype(in_dt)
+    suffix = t_in[:-2]
+
+    def use_helper(m: re.Match[str]) -> str:
+        key = m.group(1)
+        fname = f"npg_{key.rsplit('_', 1)[0] if key.endswith(('_s', '_u', '_f', '_i')) else key}_{suffix}"
+        src = _HELPERS[key].format(inline=d.inline, T=t_in, U=_wide_unsigned(in_dt), S=suffix)
+        helpers[fname] = _dialectize(src, d, in_dt)
+        return fname + "("
+
+    text = re.sub(r"@(\w+)\(", use_helper, template)
+    text = text.format(*operands, T=ctype(out_dt), U=_wide_unsigned(out_dt) if out_dt.kind in "iu" else "u32_t")
+    text = _dialectize(text, d, in_dt)
+    return f"(({ctype(out_dt)}){text})", helpers
+
+
+def typedefs(dialect: str) -> str:
+    """The typedef block every generated kernel starts with."""
+    return "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
