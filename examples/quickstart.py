@@ -1,0 +1,38 @@
+"""npgpu in thirty seconds: the same NumPy code, accelerated where a device can run it.
+
+Run from a checkout: python examples/quickstart.py
+"""
+
+import os
+import sys
+
+import numpy
+
+try:
+    import npgpu as np
+except ImportError:  # a plain checkout, not yet `pip install -e .`: use the package next door
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import npgpu as np
+
+
+def compute(xp, x):
+    y = xp.sin(x) * 2.0 + x**2  # elementwise: fused into one kernel on a device
+    return float(y.sum()), float(y.max())
+
+
+def main():
+    n = 2_000_000
+    x = np.linspace(0.0, 1.0, n)  # acceleration is off here: this is NumPy's own result
+    with np.enable("auto"):
+        backend = np.current_backend()
+        total, peak = compute(np, np.asarray(x))
+    expected_total, expected_peak = compute(numpy, numpy.linspace(0.0, 1.0, n))
+    print(f"sum of 2 sin(x) + x^2 over {n} points: {total:.9f}   (NumPy: {expected_total:.9f})")
+    print(f"max: {peak:.12f}   (NumPy: {expected_peak:.12f})")
+    print(f"ran on the {backend!r} backend ('auto' picks cupy on a CUDA GPU, else an OpenCL GPU, else numpy)")
+    print()
+    print(np.report())
+
+
+if __name__ == "__main__":
+    main()
