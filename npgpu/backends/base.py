@@ -7,7 +7,8 @@ anything is launched) and then runs it on its own native arrays.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy
 
@@ -20,13 +21,18 @@ class Backend:
     ``dtype``, ``strides`` (bytes, NumPy's convention), ``ndim``, ``size`` and
     ``nbytes``.  The dispatcher hands a backend natives, Python scalars, NumPy
     scalars, ``None``, and lists/tuples of those; never a host ``ndarray`` and
-    never an ``npgpu`` device array.
+    never an ``npgpu`` device array.  For ufuncs, ``out`` (when given) is always a tuple
+    with one entry per output, as in NEP 13, and the core has already resolved the loop
+    dtypes with ``ufunc.resolve_dtypes`` (raising NumPy's error when there is no loop),
+    checked broadcasting and ``casting``, and checked that Python ints fit their loop dtype.
     """
 
     #: Name used by ``npgpu.enable(backend=...)``.
     name: ClassVar[str] = "base"
     #: True when arrays live in the host's own memory (the numpy backend).
     is_host: ClassVar[bool] = False
+    #: Work on host inputs smaller than this (bytes) stays in NumPy; measured per backend.
+    default_threshold_bytes: ClassVar[int] = 1 << 20
 
     #: NumPy function -> implementation taking natives; filled by subclasses.
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
@@ -58,6 +64,10 @@ class Backend:
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         raise NotImplementedError
+
+    def write(self, native: Any, host: numpy.ndarray) -> None:
+        """Overwrite ``native`` (possibly a strided view) in place with ``host``'s values."""
+        self.call_function(numpy.ndarray.__setitem__, (native, Ellipsis, self.from_host(host)), {})
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:

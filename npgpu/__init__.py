@@ -1,0 +1,81 @@
+"""npgpu: NumPy's namespace, accelerated. ``import npgpu as np`` is NumPy until ``np.enable()``.
+
+With acceleration on, work runs on a GPU through CuPy or OpenCL and falls back to NumPy,
+counted, for what the device can't do. Importing npgpu imports no GPU library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _numpy
+
+from . import _namespace, _random
+from ._array import DeviceArray
+from ._config import current_backend, disable, enable
+from ._errors import BackendUnavailableError, FallbackError, FallbackWarning, PerformanceWarning
+from ._report import Report, report
+
+globals().update(_namespace.mirror(_numpy, "npgpu"))
+ndarray = _namespace.ndarray
+ufunc = _namespace.ufunc
+linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)
+fft = _namespace.submodule("npgpu.fft", _numpy.fft)
+random = _random.build()
+
+__version__ = "0.1.0"
+__all__ = [  # npgpu's own names; NumPy's are added to the module namespace above
+    "BackendUnavailableError", "DeviceArray", "FallbackError", "FallbackWarning", "PerformanceWarning", "Report",
+    "asnumpy", "current_backend", "disable", "enable", "report", "routed_functions", "sync",
+]
+__all__ += [name for name in _numpy.__all__ if name not in __all__]  # `from npgpu import *` is NumPy's star
+__numpy_version__ = _numpy.__version__
+
+
+def asnumpy(x: Any) -> _numpy.ndarray:
+    """A host ``numpy.ndarray`` with ``x``'s values (copies device arrays to the host)."""
+    if isinstance(x, DeviceArray):
+        return x.__array__()
+    return _numpy.asarray(x)
+
+
+def sync() -> None:
+    """Wait until all device work queued so far has finished (for timing, before reading clocks)."""
+    from .backends import loaded_backends
+
+    for backend in loaded_backends():
+        backend.sync()
+
+
+def routed_functions(backend: str = "cupy") -> list[str]:
+    """Names of the NumPy functions and ufuncs that run on ``backend``'s device (others fall back)."""
+    from .backends import get_backend
+
+    instance = get_backend(backend)
+    names = []
+    for func in instance.functions:
+        module = getattr(func, "__module__", "") or ""
+        prefix = next((p + "." for p in ("linalg", "fft", "random") if module.startswith("numpy." + p)), "")
+        qualname = getattr(func, "__qualname__", func.__name__)
+        names.append(prefix + (qualname if qualname.startswith("ndarray.") else func.__name__))
+    for name in dir(_numpy):
+        uf = getattr(_numpy, name)
+        if isinstance(uf, _numpy.ufunc) and name == uf.__name__ and instance.supports_ufunc(
+            uf, "__call__", tuple(_numpy.dtype(t) for t in uf.types[-1].replace("->", "")), {}
+        ):
+            names.append(name)
+    return sorted(set(names))
+
+
+def __getattr__(name: str) -> Any:
+    # Lazily loaded NumPy submodules and anything NumPy resolves on first access.
+    return getattr(_numpy, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(dir(_numpy)))
+
+
+from . import _config  # noqa: E402  (after the namespace exists, so a backend import can use it)
+
+_config.enable_from_environment()

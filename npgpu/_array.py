@@ -1,0 +1,391 @@
+"""The device array: NumPy's ndarray interface over a backend's native array.
+
+Every method and operator goes through the dispatcher, exactly like the namespace functions.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+
+def _function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    from . import _dispatch
+
+    return _dispatch.function(func, args, kwargs)
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> Any:
+    if len(shape) == 1 and not isinstance(shape[0], (int, numpy.integer)):
+        return shape[0]
+    return shape
+
+
+class _Flags:
+    """The subset of ``ndarray.flags`` legacy code reads, computed from shape and strides."""
+
+    def __init__(self, array: DeviceArray) -> None:
+        self.c_contiguous = _contiguous(array.shape, array.strides, array.itemsize, reverse=True)
+        self.f_contiguous = _contiguous(array.shape, array.strides, array.itemsize, reverse=False)
+        self.contiguous = self.c_contiguous
+        self.fortran = self.f_contiguous and not self.c_contiguous
+        self.writeable = True
+        self.aligned = True
+        self.owndata = bool(getattr(array._native, "base", None) is None)
+
+    _KEYS = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "CONTIGUOUS": "c_contiguous",
+             "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous", "FORTRAN": "f_contiguous",
+             "WRITEABLE": "writeable", "W": "writeable", "ALIGNED": "aligned", "A": "aligned",
+             "OWNDATA": "owndata", "O": "owndata"}
+
+    def __getitem__(self, key: str) -> bool:
+        return getattr(self, self._KEYS[key.upper()])
+
+    def __repr__(self) -> str:
+        names = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED")
+        return "\n".join(f"  {n} : {self[n]}" for n in names)
+
+
+def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, *, reverse: bool) -> bool:
+    if 0 in shape:
+        return True
+    expected = itemsize
+    dims = list(zip(shape, strides))
+    for n, stride in reversed(dims) if reverse else dims:
+        if n != 1 and stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+class DeviceArray(NDArrayOperatorsMixin):
+    """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
+
+    __slots__ = ("_native", "_backend", "_scalar", "__weakref__")
+    __array_priority__ = 100
+    __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
+
+    def __init__(self, native: Any, backend: Any, scalar: bool = False) -> None:
+        self._native = native
+        self._backend = backend
+        self._scalar = scalar  # a 0-d result where NumPy would have returned a scalar
+
+    # -- NumPy protocols ----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from . import _dispatch
+
+        for x in inputs + kwargs.get("out", ()):
+            if not isinstance(x, (DeviceArray, numpy.ndarray)) and hasattr(x, "__array_ufunc__"):
+                if type(x).__array_ufunc__ is not None and not isinstance(x, numpy.generic):
+                    return NotImplemented
+        return _dispatch.ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        if not all(issubclass(t, (DeviceArray, numpy.ndarray)) for t in types):
+            return NotImplemented
+        return _function(func, args, kwargs)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> numpy.ndarray:
+        if copy is False:
+            raise ValueError("an npgpu device array can't be viewed as a host array without a copy (copy=False)")
+        from ._dispatch import to_host
+
+        host = to_host(self)
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        import npgpu
+
+        return npgpu
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._native.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._native.__dlpack_device__()
+
+    # -- attributes ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._native.shape)
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        self._native = self.reshape(value)._native
+
+    @property
+    def dtype(self) -> numpy.dtype:
+        return self._native.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._native.ndim
+
+    @property
+    def size(self) -> int:
+        return self._native.size
+
+    @property
+    def itemsize(self) -> int:
+        return self._native.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._native.nbytes
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(self._native.strides)
+
+    @property
+    def flags(self) -> _Flags:
+        return _Flags(self)
+
+    @property
+    def T(self) -> DeviceArray:
+        return _function(numpy.transpose, (self,), {})
+
+    @property
+    def mT(self) -> DeviceArray:
+        return _function(numpy.swapaxes, (self, -1, -2), {})
+
+    @property
+    def real(self) -> DeviceArray:
+        return _function(numpy.real, (self,), {})
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value
+
+    @property
+    def imag(self) -> DeviceArray:
+        return _function(numpy.imag, (self,), {})
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self.imag[...] = value
+
+    @property
+    def device(self) -> str:
+        return self._backend.name
+
+    # -- shape --------------------------------------------------------------------------------
+    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> DeviceArray:
+        kwargs: dict[str, Any] = {"order": order}
+        if copy is not None:
+            kwargs["copy"] = copy
+        return _function(numpy.reshape, (self, _shape_arg(shape)), kwargs)
+
+    def ravel(self, order: str = "C") -> DeviceArray:
+        return _function(numpy.ravel, (self, order), {})
+
+    def flatten(self, order: str = "C") -> DeviceArray:
+        return _function(numpy.copy, (_function(numpy.ravel, (self, order), {}),), {})
+
+    def transpose(self, *axes: Any) -> DeviceArray:
+        if not axes or axes == (None,):
+            return _function(numpy.transpose, (self,), {})
+        return _function(numpy.transpose, (self, _shape_arg(axes)), {})
+
+    def swapaxes(self, axis1: int, axis2: int) -> DeviceArray:
+        return _function(numpy.swapaxes, (self, axis1, axis2), {})
+
+    def squeeze(self, axis: Any = None) -> DeviceArray:
+        return _function(numpy.squeeze, (self, axis), {})
+
+    # -- conversion ---------------------------------------------------------------------------
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> DeviceArray:
+        return _function(numpy.ndarray.astype, (self, dtype), {"order": order, "casting": casting, "copy": copy})
+
+    def copy(self, order: str = "C") -> DeviceArray:
+        return _function(numpy.copy, (self,), {"order": order})
+
+    def view(self, *args: Any, **kwargs: Any) -> DeviceArray:
+        return _function(numpy.ndarray.view, (self, *args), kwargs)
+
+    def fill(self, value: Any) -> None:
+        _function(numpy.ndarray.fill, (self, value), {})
+
+    def get(self) -> numpy.ndarray:
+        """A host copy (CuPy's spelling; ``numpy.asarray(x)`` does the same)."""
+        return self.__array__()
+
+    def item(self, *args: Any) -> Any:
+        if not args:
+            if self.size != 1:
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            return self.__array__().item()
+        if len(args) == 1 and isinstance(args[0], (int, numpy.integer)):
+            index = operator.index(args[0])
+            if not -self.size <= index < self.size:
+                raise IndexError(f"index {index} is out of bounds for size {self.size}")
+            key = numpy.unravel_index(index % self.size, self.shape)
+        else:
+            key = args[0] if len(args) == 1 else args
+        return numpy.asarray(self[tuple(key)]).item()
+
+    def tolist(self) -> Any:
+        return self.__array__().tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return self.__array__().tobytes(order)
+
+    def _host_proxy(self) -> numpy.ndarray:
+        # A zero-cost host array of the same shape and dtype: lets NumPy produce its own error.
+        return numpy.broadcast_to(numpy.zeros((), self.dtype), self.shape)
+
+    def _scalar_value(self) -> numpy.ndarray:
+        return self.__array__() if self.size == 1 else self._host_proxy()
+
+    def __float__(self) -> float:
+        return float(self._scalar_value())
+
+    def __int__(self) -> int:
+        return int(self._scalar_value())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar_value())
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar_value())
+
+    def __index__(self) -> int:
+        if self.ndim != 0 or self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return operator.index(self.__array__()[()])
+
+    # -- containers ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __getitem__(self, key: Any) -> Any:
+        return _function(numpy.ndarray.__getitem__, (self, key), {})
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _function(numpy.ndarray.__setitem__, (self, key, value), {})
+
+    def __contains__(self, value: Any) -> bool:
+        return bool((self == value).any())
+
+    # -- reductions and friends (same argument order as the NumPy functions) -------------------
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.sum, (self, *args), kwargs)
+
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.prod, (self, *args), kwargs)
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.mean, (self, *args), kwargs)
+
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.std, (self, *args), kwargs)
+
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.var, (self, *args), kwargs)
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.min, (self, *args), kwargs)
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.max, (self, *args), kwargs)
+
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.argmin, (self, *args), kwargs)
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.argmax, (self, *args), kwargs)
+
+    def ptp(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.ptp, (self, *args), kwargs)
+
+    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.cumsum, (self, *args), kwargs)
+
+    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.cumprod, (self, *args), kwargs)
+
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.any, (self, *args), kwargs)
+
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.all, (self, *args), kwargs)
+
+    def dot(self, b: Any, out: Any = None) -> Any:
+        return _function(numpy.dot, (self, b), {} if out is None else {"out": out})
+
+    def clip(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.clip, (self, *args), kwargs)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        return _function(numpy.round, (self, decimals), {} if out is None else {"out": out})
+
+    def conj(self) -> Any:
+        return _function(numpy.conj, (self,), {})
+
+    conjugate = conj
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.trace, (self, *args), kwargs)
+
+    def diagonal(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.diagonal, (self, *args), kwargs)
+
+    def repeat(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.repeat, (self, *args), kwargs)
+
+    def take(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.take, (self, *args), kwargs)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        kwargs = {k: v for k, v in (("kind", kind), ("order", order)) if v is not None}
+        _function(numpy.ndarray.sort, (self, axis), kwargs)
+
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        return _function(numpy.argsort, (self, *args), kwargs)
+
+    def nonzero(self) -> tuple[Any, ...]:
+        return _function(numpy.nonzero, (self,), {})
+
+    # -- printing, copying, pickling ----------------------------------------------------------
+    def __repr__(self) -> str:
+        host = self.__array__()
+        return repr(host[()]) if self._scalar else repr(host)
+
+    def __str__(self) -> str:
+        return str(self.__array__())
+
+    def __format__(self, spec: str) -> str:
+        host = self.__array__()
+        return format(host[()] if self.ndim == 0 else host, spec)
+
+    def __copy__(self) -> DeviceArray:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DeviceArray:
+        return self.copy()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _rebuild, (self.__array__(), self._backend.name, self._scalar)
+
+
+def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> Any:
+    """Unpickle: back onto the same backend when it can run here, else a NumPy array."""
+    from .backends import get_backend, unavailable_reason
+
+    if unavailable_reason(backend_name) is not None:
+        return host
+    backend = get_backend(backend_name)
+    return DeviceArray(backend.from_host(host), backend, scalar)

@@ -1,0 +1,123 @@
+"""Acceleration state: which backend is on, what to do on fallback, fusion, thresholds.
+
+The state lives in a ContextVar so threads and asyncio tasks never see each other's settings.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Any
+
+_ON_FALLBACK = ("ignore", "warn", "raise", "log")
+
+
+@dataclass(frozen=True)
+class State:
+    """One immutable snapshot of the acceleration settings."""
+
+    backend: Any = None  # a Backend instance, or None when acceleration is off
+    on_fallback: str = "ignore"
+    fusion: bool = True
+    threshold: int | None = None  # bytes; None means the backend's measured default
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend is not None
+
+
+# The process-wide default (set from NPGPU_BACKEND at import); a context that never called
+# enable()/disable() sees it, so the variable applies to every thread.
+_default = State()
+_state: contextvars.ContextVar[State | None] = contextvars.ContextVar("npgpu_state", default=None)
+
+
+def current() -> State:
+    """The settings in force in this thread / task."""
+    return _state.get() or _default
+
+
+def current_backend() -> str | None:
+    """Name of the active backend, or None when acceleration is off."""
+    backend = current().backend
+    return None if backend is None else backend.name
+
+
+class _StateChange:
+    """Returned by enable()/disable(): the change is already in force; ``with`` undoes it on exit."""
+
+    __slots__ = ("_token", "state")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._token = _state.set(state)
+
+    def __enter__(self) -> _StateChange:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _state.reset(self._token)
+
+    def __repr__(self) -> str:
+        name = None if self.state.backend is None else self.state.backend.name
+        return f"<npgpu state backend={name!r} on_fallback={self.state.on_fallback!r} fusion={self.state.fusion}>"
+
+
+def _validated(on_fallback: str | None, threshold: int | None) -> None:
+    if on_fallback is not None and on_fallback not in _ON_FALLBACK:
+        raise ValueError(f"on_fallback must be one of {_ON_FALLBACK}, not {on_fallback!r}")
+    if threshold is not None and (not isinstance(threshold, int) or threshold < 0):
+        raise ValueError(f"threshold must be a non-negative int (bytes), not {threshold!r}")
+
+
+def enable(
+    backend: str = "auto",
+    *,
+    on_fallback: str | None = None,
+    fusion: bool | None = None,
+    threshold: int | None = None,
+    device: int | str | None = None,
+) -> _StateChange:
+    """Turn acceleration on now; as a ``with`` block, restore the previous state on exit.
+
+    ``backend`` is "auto", "cupy", "opencl" or "numpy". "auto" picks CuPy when a CUDA GPU
+    is usable, else an OpenCL GPU, else NumPy; it never fails. A named backend that can't
+    run here raises :class:`npgpu.BackendUnavailableError` saying why.
+    """
+    from .backends import get_backend, resolve_auto
+
+    _validated(on_fallback, threshold)
+    name = resolve_auto() if backend == "auto" else backend
+    options = {} if device is None else {"device": device}
+    instance = get_backend(name, **options)
+    old = current()
+    new = State(
+        backend=instance,
+        on_fallback=old.on_fallback if on_fallback is None else on_fallback,
+        fusion=old.fusion if fusion is None else bool(fusion),
+        threshold=threshold,
+    )
+    return _StateChange(new)
+
+
+def disable() -> _StateChange:
+    """Turn acceleration off now (npgpu is plain NumPy); as a ``with`` block, restore on exit."""
+    return _StateChange(replace(current(), backend=None))
+
+
+def enable_from_environment() -> None:
+    """Honour NPGPU_BACKEND (and NPGPU_ON_FALLBACK) at import: they set the process default."""
+    global _default
+    name = os.environ.get("NPGPU_BACKEND", "").strip()
+    on_fallback = os.environ.get("NPGPU_ON_FALLBACK", "").strip() or "ignore"
+    _validated(on_fallback, None)
+    backend = None
+    if name and name != "off":
+        from .backends import get_backend, resolve_auto
+
+        backend = get_backend(resolve_auto() if name == "auto" else name)
+    _default = State(backend=backend, on_fallback=on_fallback)

@@ -1,0 +1,294 @@
+"""THE decision point: every npgpu call (namespace function, __array_ufunc__, __array_function__
+and device-array method) ends here and is sent to the device, to NumPy, or to the fallback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from . import _config, _placement, _report
+from ._array import DeviceArray
+from ._fallback import fallback, run_on_host, to_host_tree
+
+_SCALARS = (int, float, complex, bool, numpy.generic)
+# Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
+_ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray, numpy.copy,
+                              numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view, numpy.zeros, numpy.ones,
+                              numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like, numpy.empty_like,
+                              numpy.full_like, numpy.squeeze, numpy.transpose, numpy.ravel})
+# Functions (and ndarray methods) that write into their first argument.
+MUTATES_FIRST = frozenset({numpy.copyto, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal,
+                           numpy.ndarray.__setitem__, numpy.ndarray.fill, numpy.ndarray.sort})
+
+
+# Functions that only read shape and dtype: answered from zero-cost host proxies, no transfer.
+_METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, numpy.isrealobj, numpy.result_type,
+                       numpy.min_scalar_type, numpy.can_cast, numpy.common_type, numpy.broadcast_shapes})
+_MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
+
+
+def _proxy_tree(obj: Any) -> Any:
+    if isinstance(obj, DeviceArray):
+        return obj._host_proxy()
+    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
+        return type(obj)(_proxy_tree(item) for item in obj)
+    return obj
+
+
+def _memory_overlap(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    a, b = args[0], args[1]
+    if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
+        return a._backend is b._backend and bool(a._backend.shares_memory(a._native, b._native))
+    if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
+        return False  # device and host memory never overlap
+    return func(*args, **kwargs)
+
+
+# -- walking arguments ---------------------------------------------------------------------
+
+def _has_arrays(seq: list[Any] | tuple[Any, ...]) -> bool:
+    # Only sequences of arrays (or of sequences) are walked: a long list of numbers is data, not operands.
+    return bool(seq) and isinstance(seq[0], (DeviceArray, numpy.ndarray, list, tuple))
+
+
+def scan(obj: Any, devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> None:
+    """Collect the device arrays and host arrays among (nested list/tuple) arguments."""
+    if isinstance(obj, DeviceArray):
+        devices.append(obj)
+    elif isinstance(obj, numpy.ndarray):
+        hosts.append(obj)
+    elif isinstance(obj, (list, tuple)) and _has_arrays(obj):
+        for item in obj:
+            scan(item, devices, hosts)
+
+
+def to_native_tree(obj: Any, backend: Any, func: Any) -> Any:
+    """Device arrays -> their natives; host arrays -> uploaded natives (counted)."""
+    if isinstance(obj, DeviceArray):
+        if obj._backend is backend:
+            return obj._native
+        return upload(to_host(obj, func), backend, func)
+    if isinstance(obj, numpy.ndarray):
+        return upload(obj, backend, func)
+    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
+        return type(obj)(to_native_tree(item, backend, func) for item in obj)
+    return obj
+
+
+def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
+    start = time.perf_counter()
+    native = backend.from_host(array)
+    _report.record_transfer("to_device", array.nbytes, time.perf_counter() - start, func)
+    return native
+
+
+def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
+    start = time.perf_counter()
+    host = array._backend.to_host(array._native)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    return host
+
+
+def wrap(result: Any, backend: Any, func: Any) -> Any:
+    """Backend results -> device arrays; tuples/lists element by element; scalars as they are."""
+    if backend.is_native(result):
+        return DeviceArray(result, backend, scalar=result.ndim == 0 and func not in _ARRAY_RESULT_0D)
+    if isinstance(result, tuple):
+        return tuple(wrap(r, backend, func) for r in result)
+    if isinstance(result, list):
+        return [wrap(r, backend, func) for r in result]
+    return result
+
+
+def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[numpy.dtype, ...]:
+    return tuple(a.dtype for a in devices) + tuple(a.dtype for a in hosts)
+
+
+# -- functions -------------------------------------------------------------------------------
+
+def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run NumPy function (or ndarray method) ``func`` where it belongs."""
+    if func in _METADATA:
+        return func(*_proxy_tree(args), **kwargs)
+    if func in _MEMORY:
+        return _memory_overlap(func, args, kwargs)
+    state = _config.current()
+    devices: list[DeviceArray] = []
+    hosts: list[numpy.ndarray] = []
+    scan(args, devices, hosts)
+    for value in kwargs.values():
+        scan(value, devices, hosts)
+    mutated = _mutated(func, args, kwargs)
+    backend = devices[0]._backend if devices else state.backend
+    if backend is None or backend.is_host or not state.enabled:
+        return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
+    if not devices:
+        if not _offload_host_call(func, args, kwargs, hosts, backend, state):
+            _report.record(func, "host")
+            return func(*args, **kwargs)
+    dtypes = _dtypes(devices, hosts)
+    if not backend.supports_function(func, dtypes, args, kwargs):
+        if not devices:  # nothing forced the device: plain host work, not a fallback
+            _report.record(func, "host")
+            return func(*args, **kwargs)
+        return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend))
+    nargs = tuple(to_native_tree(a, backend, func) for a in args)
+    nkwargs = {k: to_native_tree(v, backend, func) for k, v in kwargs.items()}
+    result = backend.call_function(func, nargs, nkwargs)
+    _report.record(func, "device")
+    out = kwargs.get("out")
+    if isinstance(out, DeviceArray):
+        return out
+    return wrap(result, backend, func)
+
+
+def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], hosts: list[numpy.ndarray],
+                       backend: Any, state: _config.State) -> bool:
+    limit = _placement.threshold_bytes(state)
+    if func in backend.functions and func in _placement.CREATION_SIZE:
+        nbytes, _ = _placement.creation_request(func, args, kwargs)
+        return nbytes >= limit and nbytes > 0
+    return bool(hosts) and func in backend.functions and sum(a.nbytes for a in hosts) >= limit
+
+
+def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[DeviceArray]:
+    mutated: list[DeviceArray] = []
+    if func in MUTATES_FIRST and args and isinstance(args[0], DeviceArray):
+        mutated.append(args[0])
+    out = kwargs.get("out")
+    for o in out if isinstance(out, tuple) else (out,):
+        if isinstance(o, DeviceArray):
+            mutated.append(o)
+    return mutated
+
+
+def _reason(func: Any, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any], backend: Any) -> str:
+    name = getattr(func, "__name__", repr(func))
+    if func not in backend.functions:
+        return f"{backend.name} has no {name}"
+    if not backend.supports_dtypes(dtypes):
+        bad = sorted({str(d) for d in dtypes if not backend.supports_dtypes((d,))})
+        return f"{backend.name} does not support dtype {', '.join(bad)}"
+    if kwargs:
+        return f"{backend.name} {name} does not support these arguments: {', '.join(sorted(kwargs))}"
+    return f"{backend.name} does not support {name} with these arguments"
+
+
+# -- ufuncs ----------------------------------------------------------------------------------
+
+def _operand_dtype(x: Any) -> Any:
+    if isinstance(x, (DeviceArray, numpy.ndarray, numpy.generic)):
+        return x.dtype
+    if isinstance(x, (bool, int, float, complex)):
+        return type(x)  # NEP 50: Python scalars are weak
+    return numpy.asarray(x).dtype
+
+
+def _check_python_ints(inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...]) -> None:
+    for x, dt in zip(inputs, loop):
+        if type(x) is int and dt.kind in "iu":
+            info = numpy.iinfo(dt)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python integer {x} out of bounds for {dt}")
+
+
+def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs."""
+    state = _config.current()
+    call = uf if method == "__call__" else getattr(uf, method)
+    if method == "__call__" and len(inputs) > uf.nin:  # outputs given positionally
+        if "out" in kwargs:
+            raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+        kwargs = {**kwargs, "out": inputs[uf.nin:]}
+        inputs = inputs[: uf.nin]
+    out = kwargs.get("out")
+    if out is not None and not isinstance(out, tuple):
+        kwargs = {**kwargs, "out": (out,)}
+        out = kwargs["out"]
+    if out is not None and all(o is None for o in out):
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        out = None
+    devices: list[DeviceArray] = []
+    hosts: list[numpy.ndarray] = []
+    scan(inputs, devices, hosts)
+    out_devices: list[DeviceArray] = []
+    out_hosts: list[numpy.ndarray] = []
+    if out is not None:
+        scan(out, out_devices, out_hosts)
+    mutated = list(out_devices)
+    if method == "at" and inputs and isinstance(inputs[0], DeviceArray):
+        mutated.append(inputs[0])
+    backend = (devices or out_devices)[0]._backend if (devices or out_devices) else state.backend
+    if backend is None or backend.is_host or not state.enabled:
+        record = "host" if devices or out_devices or state.enabled else None
+        return run_on_host(uf, call, inputs, kwargs, mutated, record=record)
+    if not devices and not out_devices:
+        limit = _placement.threshold_bytes(state)
+        if sum(a.nbytes for a in hosts) < limit or not hosts:
+            _report.record(uf, "host")
+            return call(*inputs, **kwargs)
+    if out_hosts:
+        return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
+    if method == "__call__":
+        loop = _resolve_call(uf, inputs, kwargs)
+        dtypes = loop
+    else:
+        dtypes = _dtypes(devices, hosts)
+    options = {k: v for k, v in kwargs.items() if k != "out"}
+    if not backend.supports_ufunc(uf, method, dtypes, kwargs):
+        if not devices and not out_devices:
+            _report.record(uf, "host")
+            return call(*inputs, **kwargs)
+        return fallback(uf, call, inputs, kwargs, mutated, state,
+                        reason=_ufunc_reason(uf, method, dtypes, options, backend))
+    ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
+    if out is not None:
+        options["out"] = tuple(None if o is None else o._native for o in out)
+    result = backend.call_ufunc(uf, method, ninputs, options)
+    _report.record(uf, "device")
+    if out is not None:
+        return out[0] if len(out) == 1 else out
+    return wrap(result, backend, uf)
+
+
+def _resolve_call(uf: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[numpy.dtype, ...]:
+    """NumPy's loop dtypes for this call; raises NumPy's errors for no loop, casting and shapes."""
+    out = kwargs.get("out") or (None,) * uf.nout
+    signature = kwargs.get("signature")
+    if signature is None and kwargs.get("dtype") is not None:
+        signature = (None,) * uf.nin + (numpy.dtype(kwargs["dtype"]),) * uf.nout
+    operands = tuple(_operand_dtype(x) for x in inputs) + tuple(None if o is None else o.dtype for o in out)
+    options = {"casting": kwargs.get("casting", "same_kind")}
+    if signature is not None:
+        options["signature"] = signature
+    loop = uf.resolve_dtypes(operands, **options)
+    _check_python_ints(inputs, loop)
+    if uf.signature is None:
+        shapes = [x.shape if isinstance(x, (DeviceArray, numpy.ndarray)) else numpy.shape(x) for x in inputs]
+        try:
+            shape = numpy.broadcast_shapes(*shapes)
+        except ValueError:
+            listed = " ".join(str(s) for s in shapes)
+            raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
+        for o in out:
+            if o is not None and numpy.broadcast_shapes(shape, o.shape) != o.shape:
+                raise ValueError(
+                    f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast shape {shape}"
+                )
+    return tuple(loop)
+
+
+def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options: dict[str, Any], backend: Any) -> str:
+    label = uf.__name__ if method == "__call__" else f"{uf.__name__}.{method}"
+    if not backend.supports_dtypes(tuple(d for d in dtypes if isinstance(d, numpy.dtype))):
+        return f"{backend.name} does not support {label} on dtypes {', '.join(str(d) for d in dtypes)}"
+    if options:
+        return f"{backend.name} {label} does not support these arguments: {', '.join(sorted(options))}"
+    return f"{backend.name} has no {label} loop for {', '.join(str(d) for d in dtypes)}"
+
+
+__all__ = ["function", "ufunc", "to_host", "to_host_tree", "upload", "wrap"]

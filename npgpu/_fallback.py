@@ -1,0 +1,99 @@
+"""Host execution of work the device backend can't do: operands to host, NumPy runs, results back.
+
+Every fallback is counted in the report and honours ``on_fallback`` (ignore, warn, raise, log).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from . import _config, _placement, _report
+from ._array import DeviceArray
+from ._errors import FallbackError, FallbackWarning
+
+logger = logging.getLogger("npgpu")
+
+
+def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None) -> Any:
+    """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which."""
+    from ._dispatch import _has_arrays, to_host
+
+    if isinstance(obj, DeviceArray):
+        host = to_host(obj)
+        if copies is not None:
+            copies[id(host)] = (obj, host)
+        return host
+    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
+        return type(obj)(to_host_tree(item, copies) for item in obj)
+    if isinstance(obj, dict):
+        return {k: to_host_tree(v, copies) for k, v in obj.items()}
+    return obj
+
+
+def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) -> Any:
+    """A result that *is* the host copy of a device operand (out=, in-place) -> that device array."""
+    if isinstance(result, numpy.ndarray) and id(result) in copies:
+        return copies[id(result)][0]
+    if isinstance(result, tuple):
+        return tuple(_restore(r, copies) for r in result)
+    return result
+
+
+def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                mutated: list[DeviceArray], *, record: str | None) -> Any:
+    """Run ``call`` in NumPy on host copies of any device operands, writing back what it mutates."""
+    if record is not None:
+        _report.record(key, record)
+    copies: dict[int, tuple[DeviceArray, numpy.ndarray]] = {}
+    host_args = to_host_tree(args, copies)
+    host_kwargs = to_host_tree(kwargs, copies)
+    result = call(*host_args, **host_kwargs)
+    for device in mutated:
+        for dev, host in copies.values():
+            if dev is device:
+                device._backend.write(device._native, host)
+                break
+    return _restore(result, copies)
+
+
+def notify(state: _config.State, key: Any, reason: str) -> None:
+    """Tell the user about a fallback as ``on_fallback`` asks."""
+    name = getattr(key, "__name__", repr(key))
+    message = f"npgpu: {name} ran in NumPy on the host: {reason}"
+    if state.on_fallback == "raise":
+        raise FallbackError(message)
+    if state.on_fallback == "warn":
+        warnings.warn(message, FallbackWarning, stacklevel=5)
+    elif state.on_fallback == "log":
+        logger.warning(message)
+
+
+def fallback(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+             mutated: list[DeviceArray], state: _config.State, *, reason: str) -> Any:
+    """The backend can't do this call: run it in NumPy; a large result goes back to the device."""
+    notify(state, key, reason)
+    _report.record(key, "fallback", reason=reason)
+    result = run_on_host(key, call, args, kwargs, mutated, record=None)
+    return _place_result(result, state, args)
+
+
+def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> Any:
+    from ._dispatch import scan, upload
+
+    if isinstance(result, DeviceArray):
+        return result
+    if isinstance(result, numpy.ndarray) and result.dtype.kind in "biufc":
+        devices: list[DeviceArray] = []
+        scan(args, devices, [])
+        if devices and result.nbytes >= _placement.threshold_bytes(state):
+            backend = devices[0]._backend
+            if backend.supports_dtypes((result.dtype,)):
+                return DeviceArray(upload(result, backend), backend)
+    if isinstance(result, tuple):
+        return tuple(_place_result(r, state, args) for r in result)
+    return result

@@ -1,0 +1,165 @@
+"""Builds npgpu's mirror of NumPy: every public name of numpy, numpy.linalg, numpy.fft, numpy.random.
+
+Functions and ufuncs become thin wrappers that call NumPy directly while acceleration is off
+and go through the dispatcher when it is on; types, dtypes and constants are NumPy's own.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from . import _config, _dispatch
+from ._array import DeviceArray
+
+_state_get = _config._state.get
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum))
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, (numpy.ndarray, DeviceArray))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (numpy.ndarray, DeviceArray))
+
+
+class ndarray(metaclass=_ArrayMeta):  # noqa: N801  (NumPy's name)
+    """``isinstance(x, npgpu.ndarray)`` is true for NumPy arrays and npgpu device arrays.
+
+    Calling it makes a NumPy array, as ``numpy.ndarray(shape, dtype, ...)`` does.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> numpy.ndarray:  # type: ignore[misc]
+        return numpy.ndarray(*args, **kwargs)
+
+
+class _UfuncMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, (numpy.ufunc, Ufunc))
+
+
+class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
+    """``isinstance(f, npgpu.ufunc)`` is true for NumPy's ufuncs and npgpu's wrappers of them."""
+
+
+def _on() -> bool:
+    state = _state_get() or _config._default
+    return state.backend is not None
+
+
+# Positional parameter names of the ufunc methods, so the namespace door hands the
+# dispatcher the same (inputs, kwargs) split that NumPy's __array_ufunc__ protocol does.
+_METHOD_PARAMS = {
+    "reduce": (1, ("axis", "dtype", "out", "keepdims", "initial", "where")),
+    "accumulate": (1, ("axis", "dtype", "out")),
+    "reduceat": (2, ("axis", "dtype", "out")),
+}
+
+
+class Ufunc:
+    """npgpu's face of one NumPy ufunc: same attributes, routed calls and methods."""
+
+    __slots__ = ("_ufunc", "__name__", "__qualname__")
+
+    def __init__(self, uf: numpy.ufunc) -> None:
+        self._ufunc = uf
+        self.__name__ = uf.__name__
+        self.__qualname__ = uf.__name__
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self._ufunc.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        state = _state_get() or _config._default
+        if state.backend is None:
+            return self._ufunc(*args, **kwargs)
+        return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs)
+
+    def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not _on():
+            return getattr(self._ufunc, method)(*args, **kwargs)
+        if method in _METHOD_PARAMS:
+            n_inputs, names = _METHOD_PARAMS[method]
+            extra = args[n_inputs:]
+            if len(extra) > len(names):
+                limit = n_inputs + len(names)
+                raise TypeError(f"{self.__name__}.{method}() takes at most {limit} positional arguments")
+            kwargs = {**dict(zip(names, extra)), **kwargs}
+            args = args[:n_inputs]
+        return _dispatch.ufunc(self._ufunc, method, args, kwargs)
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduce", args, kwargs)
+
+    def accumulate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("accumulate", args, kwargs)
+
+    def reduceat(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("reduceat", args, kwargs)
+
+    def outer(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("outer", args, kwargs)
+
+    def at(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method("at", args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ufunc, name)
+
+    def __repr__(self) -> str:
+        return f"<ufunc '{self.__name__}'>"
+
+    def __reduce__(self) -> str:
+        return self.__name__  # pickled by name, like NumPy's ufuncs
+
+
+def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+    """A function that is ``func`` while acceleration is off and dispatched while it is on."""
+
+    def routed(*args: Any, **kwargs: Any) -> Any:
+        state = _state_get() or _config._default
+        if state.backend is None:
+            return func(*args, **kwargs)
+        return _dispatch.function(func, args, kwargs)
+
+    routed.__name__ = getattr(func, "__name__", "function")
+    routed.__qualname__ = routed.__name__
+    routed.__doc__ = getattr(func, "__doc__", None)
+    routed.__module__ = module
+    routed.__wrapped__ = func  # type: ignore[attr-defined]
+    return routed
+
+
+def mirror(source: Any, module: str) -> dict[str, Any]:
+    """Public names of ``source`` as npgpu exposes them."""
+    names: dict[str, Any] = {}
+    for name in dir(source):
+        if name.startswith("_"):
+            continue
+        obj = getattr(source, name)
+        if isinstance(obj, numpy.ufunc):
+            names[name] = Ufunc(obj)
+        elif isinstance(obj, _FUNCTION_TYPES) and not isinstance(obj, type):
+            names[name] = wrap_function(obj, module)
+        else:
+            names[name] = obj
+    return names
+
+
+def submodule(name: str, source: types.ModuleType, extra: dict[str, Any] | None = None) -> types.ModuleType:
+    """A module object mirroring ``source`` (numpy.linalg, numpy.fft, ...)."""
+    module = types.ModuleType(name, source.__doc__)
+    module.__dict__.update(mirror(source, name))
+    if extra:
+        module.__dict__.update(extra)
+
+    def __getattr__(attr: str) -> Any:  # noqa: N807  (module-level __getattr__ hook)
+        return getattr(source, attr)
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return module

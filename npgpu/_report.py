@@ -1,0 +1,157 @@
+"""Counters behind ``npgpu.report()``: calls on device and host, fallbacks, bytes and time moved.
+
+Counted per function and per call site in user code (file:line); fusion adds kernel statistics.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__)))
+
+
+@dataclass
+class Counts:
+    device: int = 0
+    host: int = 0
+    fallback: int = 0
+    bytes_to_device: int = 0
+    bytes_to_host: int = 0
+    transfer_seconds: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Counts) -> None:
+        self.device += other.device
+        self.host += other.host
+        self.fallback += other.fallback
+        self.bytes_to_device += other.bytes_to_device
+        self.bytes_to_host += other.bytes_to_host
+        self.transfer_seconds += other.transfer_seconds
+        for reason, n in other.reasons.items():
+            self.reasons[reason] = self.reasons.get(reason, 0) + n
+
+
+_lock = threading.Lock()
+_by_function: defaultdict[str, Counts] = defaultdict(Counts)
+_by_site: defaultdict[str, Counts] = defaultdict(Counts)
+_kernels: dict[str, float] = defaultdict(float)
+
+
+def call_site() -> str:
+    """file:line of the innermost frame outside npgpu and NumPy (the user's code)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (filename.startswith(_PACKAGE_DIR) or filename.startswith(_NUMPY_DIR) or filename.startswith("<frozen")):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def _name(func: Any) -> str:
+    module = getattr(func, "__module__", None) or ""
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if module.startswith("numpy.linalg") or module.startswith("numpy.fft") or module.startswith("numpy.random"):
+        return f"{module.split('.')[1]}.{name}"
+    return name
+
+
+def record(func: Any, where: str, *, reason: str | None = None, site: str | None = None) -> None:
+    """Count one call of ``func`` that ran on "device", on "host" or as a "fallback"."""
+    name = _name(func)
+    site = site or call_site()
+    with _lock:
+        for counts in (_by_function[name], _by_site[site]):
+            setattr(counts, where, getattr(counts, where) + 1)
+            if reason is not None:
+                counts.reasons[reason] = counts.reasons.get(reason, 0) + 1
+
+
+def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
+    """Count bytes moved ("to_device" or "to_host") and the time it took."""
+    name = _name(func) if func is not None else "<conversion to host>"
+    site = call_site()
+    attr = "bytes_" + direction
+    with _lock:
+        for counts in (_by_function[name], _by_site[site]):
+            setattr(counts, attr, getattr(counts, attr) + nbytes)
+            counts.transfer_seconds += seconds
+
+
+def record_kernel(stat: str, amount: float = 1) -> None:
+    """Fusion and code-generation statistics: kernels_launched, ops_fused, compile_seconds, ..."""
+    with _lock:
+        _kernels[stat] += amount
+
+
+class Report:
+    """A snapshot of the counters; ``print()`` it for a table, ``.as_dict()`` for machines."""
+
+    def __init__(self, functions: dict[str, Counts], sites: dict[str, Counts], kernels: dict[str, float]) -> None:
+        self.functions = functions
+        self.sites = sites
+        self.kernels = kernels
+
+    def totals(self) -> Counts:
+        total = Counts()
+        for counts in self.functions.values():
+            total.add(counts)
+        return total
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "functions": {k: asdict(v) for k, v in self.functions.items()},
+            "call_sites": {k: asdict(v) for k, v in self.sites.items()},
+            "kernels": dict(self.kernels),
+            "totals": asdict(self.totals()),
+        }
+
+    @staticmethod
+    def _table(title: str, rows: dict[str, Counts], limit: int = 40) -> list[str]:
+        head = f"{title:<44} {'device':>7} {'host':>7} {'fallbk':>7} {'MB->dev':>9} {'MB->host':>9} {'xfer ms':>8}"
+        lines = [head, "-" * len(head)]
+        ordered = sorted(rows.items(), key=lambda kv: -(kv[1].device + kv[1].host + kv[1].fallback))
+        for key, c in ordered[:limit]:
+            label = key if len(key) <= 44 else "..." + key[-41:]
+            lines.append(
+                f"{label:<44} {c.device:>7} {c.host:>7} {c.fallback:>7} {c.bytes_to_device / 1e6:>9.2f} "
+                f"{c.bytes_to_host / 1e6:>9.2f} {c.transfer_seconds * 1e3:>8.2f}"
+            )
+            for reason, n in sorted(c.reasons.items()):
+                lines.append(f"    fallback x{n}: {reason}")
+        if len(ordered) > limit:
+            lines.append(f"... {len(ordered) - limit} more")
+        return lines
+
+    def __str__(self) -> str:
+        if not self.functions:
+            return "npgpu report: nothing recorded (acceleration off, or no calls yet)"
+        lines = ["npgpu report", ""]
+        lines += self._table("function", self.functions)
+        lines += [""] + self._table("call site", self.sites)
+        if self.kernels:
+            lines += ["", "kernels: " + ", ".join(f"{k}={v:g}" for k, v in sorted(self.kernels.items()))]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def report(reset: bool = False) -> Report:
+    """What ran where since the last reset: per function, per call site, bytes moved, fusion."""
+    with _lock:
+        snapshot = Report(
+            {k: Counts(**asdict(v)) for k, v in _by_function.items()},
+            {k: Counts(**asdict(v)) for k, v in _by_site.items()},
+            dict(_kernels),
+        )
+        if reset:
+            _by_function.clear()
+            _by_site.clear()
+            _kernels.clear()
+    return snapshot
