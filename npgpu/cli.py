@@ -70,6 +70,9 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"), help="what to do on host fallback"
     )
+    parser.add_argument(
+        "--threshold", type=int, default=None, metavar="BYTES", help="device from this size on (0: everything)"
+    )
     parser.add_argument("--report", action="store_true", help="print npgpu.report() to stderr at exit")
     parser.add_argument("--report-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument("script")
@@ -90,7 +93,7 @@ def _split_at_script(tokens: Sequence[str], value_options: set[str]) -> tuple[li
 
 
 def _cmd_run(tokens: Sequence[str]) -> int:
-    options, script_argv = _split_at_script(tokens, {"--backend", "--on-fallback", "--report-json"})
+    options, script_argv = _split_at_script(tokens, {"--backend", "--on-fallback", "--threshold", "--report-json"})
     parser = _run_parser()
     if not script_argv:
         opts = parser.parse_args(options)  # --help, or the "script is required" error
@@ -106,7 +109,7 @@ def _cmd_run(tokens: Sequence[str]) -> int:
     import npgpu
     from npgpu import legacy
 
-    status = _enable(npgpu, opts.backend, opts.on_fallback)
+    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold)
     if status is not None:
         return status
     try:
@@ -127,7 +130,7 @@ def _cmd_run(tokens: Sequence[str]) -> int:
     return 0
 
 
-def _enable(npgpu: types.ModuleType, backend: str, on_fallback: str | None) -> int | None:
+def _enable(npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None) -> int | None:
     """Turn acceleration on for the whole process; an exit status when that is impossible."""
     from npgpu import backends
 
@@ -136,7 +139,7 @@ def _enable(npgpu: types.ModuleType, backend: str, on_fallback: str | None) -> i
         if reason is not None:
             sys.stderr.write(f"npgpu run: the {backend} backend can't run here: {reason}\n")
             return 2
-    npgpu.enable(backend, on_fallback=on_fallback)
+    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold)
     return None
 
 
@@ -203,6 +206,7 @@ _BENCH_VALUE_OPTIONS = {
     "--stdin",
     "--python",
     "--on-fallback",
+    "--threshold",
 }
 _BENCH_FLAGS = {"--json", "--keep", "-h", "--help"}
 
@@ -229,6 +233,7 @@ def _bench_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stdin", default=None, metavar="FILE", help="feed FILE to every run's stdin")
     parser.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
     parser.add_argument("--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"))
+    parser.add_argument("--threshold", type=int, default=None, metavar="BYTES", help="passed to npgpu run")
     parser.add_argument("--keep", action="store_true", help="keep the runs' working directories")
     parser.add_argument("script")
     parser.add_argument("args", nargs="*")
@@ -288,6 +293,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
         "numpy": [opts.python, script, *opts.args],
         "npgpu": [opts.python, "-m", "npgpu", "run", "--backend", opts.backend]
         + (["--on-fallback", opts.on_fallback] if opts.on_fallback else [])
+        + (["--threshold", str(opts.threshold)] if opts.threshold is not None else [])
         + ["--report-json", "REPORT", script, *opts.args],
     }
     env = _bench_env()
