@@ -305,7 +305,11 @@ def map_reduce(
     else:
         body.append(f"{idx} chunk = (k + parts - 1) / parts;")
         body.append(f"{idx} kk0 = p * chunk, kk1 = kk0 + chunk < k ? kk0 + chunk : k, step = 1;")
+    kahan = op == "add" and acc_dtype.kind == "f"
     body.append(f"{act} acc = init;")
+    if kahan:
+        # compensated summation: NumPy sums pairwise, a plain serial chunk would lose digits
+        body.append(f"{act} comp = 0;")
     if is_arg:
         body.append("i64_t bi = -1;")
     body.append(f"for ({idx} kk = kk0; kk < kk1; kk += step) {{")
@@ -337,6 +341,8 @@ def map_reduce(
         else:
             cond = f"bi < 0 || {better} || (v == acc && vi < bi)"
         loop.append(f"if (vi >= 0 && ({cond})) {{ acc = v; bi = vi; }}")
+    elif kahan:
+        loop.append(f"{act} y = v - comp; {act} tt = acc + y; comp = isfinite(tt) ? (tt - acc) - y : 0; acc = tt;")
     else:
         combine, needed = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", "v"], 0, dialect)
         helpers.update(needed)
@@ -350,4 +356,56 @@ def map_reduce(
     src = (
         _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
     )
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+def scan(
+    outer_ndim: int,
+    in_dtype: numpy.dtype,
+    acc_dtype: numpy.dtype,
+    op: str,
+    dialect: str = "opencl",
+    name: str = "npg_scan",
+) -> KernelSource:
+    """Inclusive scan (cumsum/cumprod) along one axis: one work-item per line.
+
+    Arguments: in (char pointer, byte offset), out (char pointer, byte offset), m (lines),
+    n (line length), outer extents, outer byte strides of in then out, in and out byte
+    strides along the scanned axis.
+    """
+    in_dtype, acc_dtype = numpy.dtype(in_dtype), numpy.dtype(acc_dtype)
+    sig = _Sig(dialect, _idx(True, dialect))
+    sig.array("src", "src_off", in_dtype, typed=False, const=True)
+    sig.array("dst", "dst_off", acc_dtype, typed=False, const=False)
+    sig.index("m")
+    sig.index("n")
+    for d in range(outer_ndim):
+        sig.index(f"odim{d}")
+    for p in ("src", "dst"):
+        for d in range(outer_ndim):
+            sig.index(f"{p}_ost{d}")
+    sig.index("src_st")
+    sig.index("dst_st")
+    idx = sig.idx
+    act = _table.ctype(acc_dtype)
+    body = [f"{idx} g = {sig.gid()};", "if (g >= m) return;", f"{idx} r = g;"]
+    for d in range(outer_ndim - 1, -1, -1):
+        body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
+    for p in ("src", "dst"):
+        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(outer_ndim)])
+        body.append(f"{idx} {p}_a = {terms};")
+    combine, helpers = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", "v"], 0, dialect)
+    conv = "(x != 0)" if acc_dtype.kind == "b" else "x"
+    body += [
+        f"{act} acc = {'0' if op == 'add' else '1'};",
+        f"for ({idx} i = 0; i < n; i++) {{",
+        f"  {_table.ctype(in_dtype)} x = *{_ptr_cast(dialect, _table.ctype(in_dtype), True)}(src + src_a + i * src_st);",
+        f"  {act} v = ({act}){conv};",
+        f"  acc = {combine};",
+        f"  *{_ptr_cast(dialect, act, False)}(dst + dst_a + i * dst_st) = acc;",
+        "}",
+    ]
+    fp64 = _needs_fp64({in_dtype, acc_dtype})
+    src = _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"]
+    src += ["  " + b for b in body] + ["}"]
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)

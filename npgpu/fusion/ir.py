@@ -144,7 +144,7 @@ class GraphBuilder:
             raise ValueError(f"{ufunc.__name__} takes {ufunc.nin} operands and {ufunc.nin + ufunc.nout} loop dtypes")
         if not _table.supports_loop(ufunc, loop):
             raise KeyError(f"no template for {ufunc.__name__} with loop {loop}")
-        ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop, strict=True))
+        ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop[: ufunc.nin], strict=True))
         return tuple(Apply(ufunc, loop, ops, k) for k in range(ufunc.nout))
 
     def select(self, cond: Node, a: Node, b: Node, dtype: numpy.dtype) -> Select:

@@ -202,6 +202,7 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "add": {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})"},
     "subtract": {"iu": _wrap("-"), "f": "({0} - {1})"},
     "multiply": {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})"},
+    "divide": {"f": "({0} / {1})"},
     "true_divide": {"f": "({0} / {1})"},
     "floor_divide": {"i": _h("floordiv_s"), "u": _h("floordiv_u"), "f": _h("floordiv_f")},
     "remainder": {"i": _h("remainder_s"), "u": _h("remainder_u"), "f": _h("remainder_f")},

@@ -1,0 +1,1675 @@
+"""The OpenCL backend: NumPy semantics on any OpenCL device (GPUs, or the CPU through PoCL).
+
+Kernels are generated from npgpu.fusion's table; this is the only module importing pyopencl.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy
+from numpy.lib.stride_tricks import as_strided
+
+from ..fusion import codegen, ir
+from ..fusion import ufuncs as _table
+from .base import Backend
+
+_PY_SCALARS = (bool, int, float, complex)
+#: compiled kernels kept per backend (each holds a built program)
+KERNEL_CACHE_SIZE = 512
+
+
+class CLArray:
+    """A strided view of an OpenCL buffer: NumPy's layout (byte strides, byte offset).
+
+    Views share ``data``; ``base`` keeps the array whose buffer this views (None for owners).
+    """
+
+    __slots__ = ("data", "shape", "dtype", "strides", "offset", "base", "backend", "__weakref__")
+
+    def __init__(
+        self,
+        backend: OpenCLBackend,
+        data: Any,
+        shape: tuple[int, ...],
+        dtype: numpy.dtype,
+        strides: tuple[int, ...] | None = None,
+        offset: int = 0,
+        base: CLArray | None = None,
+    ):
+        self.backend = backend
+        self.data = data
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = numpy.dtype(dtype)
+        self.strides = tuple(strides) if strides is not None else _c_strides(self.shape, self.dtype.itemsize)
+        self.offset = int(offset)
+        self.base = base
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def c_contiguous(self) -> bool:
+        return _is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+
+    @property
+    def T(self) -> CLArray:  # noqa: N802 - NumPy's name
+        return self.view(self.shape[::-1], self.strides[::-1], self.offset)
+
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> CLArray:
+        return CLArray(self.backend, self.data, shape, self.dtype, strides, offset, self.base or self)
+
+    def get(self) -> numpy.ndarray:
+        return self.backend.to_host(self)
+
+    def __repr__(self) -> str:
+        return f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, offset={self.offset})"
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides = []
+    acc = itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    acc = itemsize
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 0:
+            return True
+        if n != 1 and s != acc:
+            return False
+        acc *= n
+    return True
+
+
+def _span(a: CLArray) -> tuple[int, int]:
+    """Lowest and one-past-highest byte touched by the view (relative to the buffer)."""
+    lo = hi = a.offset
+    for n, s in zip(a.shape, a.strides, strict=True):
+        if n == 0:
+            return a.offset, a.offset
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
+def _collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Drop extent-1 dims and merge dims that are contiguous for every operand."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    shp = [shape[d] for d in keep]
+    sts = [[s[d] for d in keep] for s in strides]
+    d = len(shp) - 1
+    while d > 0:
+        if all(st[d - 1] == st[d] * shp[d] for st in sts):
+            shp[d - 1] *= shp[d]
+            for st in sts:
+                st[d - 1] = st[d]
+            del shp[d]
+            for st in sts:
+                del st[d]
+        d -= 1
+    return tuple(shp), [tuple(st) for st in sts]
+
+
+def _broadcast_strides(a: CLArray, shape: tuple[int, ...]) -> tuple[int, ...]:
+    pad = len(shape) - a.ndim
+    out = [0] * pad
+    for n, s in zip(a.shape, a.strides, strict=True):
+        out.append(0 if n == 1 else s)
+    return tuple(out)
+
+
+def _weak_type(x: Any) -> Any:
+    """What NumPy's dtype resolution takes for an operand (Python scalars stay weak)."""
+    if isinstance(x, CLArray):
+        return x.dtype
+    if isinstance(x, _PY_SCALARS):
+        return type(x)
+    return numpy.asarray(x).dtype
+
+
+def _scalar_value(x: Any, dtype: numpy.dtype) -> numpy.generic:
+    """A scalar converted the way NumPy converts it for a loop (OverflowError for bad Python ints)."""
+    if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
+        info = numpy.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python integer {x} out of bounds for {dtype}")
+    with warnings.catch_warnings():
+        # NumPy's own loops convert silently (e.g. 1e300 into float32 is inf)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return numpy.asarray(x).astype(dtype)[()]
+
+
+_BASIC_KEY_TYPES = (int, slice, type(None), type(Ellipsis), numpy.integer)
+
+
+def _is_basic_key(key: Any) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(p, _BASIC_KEY_TYPES) and not isinstance(p, bool) for p in parts)
+
+
+class OpenCLBackend(Backend):
+    """NumPy on an OpenCL device through generated kernels.
+
+    ``device``: an index into all devices or a substring of a device name (default:
+    env ``NPGPU_OPENCL_DEVICE``, else the first GPU, else the first device).
+    ``fp64``: override the device's float64 capability (False simulates a device
+    without cl_khr_fp64: float64 work then goes to NumPy).
+    """
+
+    name = "opencl"
+    is_host = False
+    functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
+
+    def __init__(self, device: int | str | None = None, fp64: bool | None = None, local_size: int | None = None):
+        import pyopencl as cl
+
+        self._cl = cl
+        self.device = _choose_device(cl, device)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        has_fp64 = "cl_khr_fp64" in self.device.extensions
+        self.fp64 = has_fp64 if fp64 is None else (bool(fp64) and has_fp64)
+        self.is_cpu = bool(self.device.type & cl.device_type.CPU)
+        self.unified_memory = bool(self.device.host_unified_memory)
+        # Measured on PoCL (2 cores): 256-1024 work-items per group are equally fast and
+        # far faster than PyOpenCL's default launch; GPUs like 256.
+        self.local_size = int(local_size or min(256, self.device.max_work_group_size))
+        # reductions: parts per output row; enough work-items to fill every compute unit
+        self.parallelism = self.device.max_compute_units * (4 if self.is_cpu else 2048)
+        self._kernels: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.compile_seconds = 0.0
+        self.kernels_built = 0
+
+    # -- availability -------------------------------------------------------
+    @classmethod
+    def unavailable_reason(cls, **options: Any) -> str | None:
+        try:
+            import pyopencl as cl
+        except ImportError:
+            return "the opencl backend needs pyopencl: pip install 'npgpu[opencl]'"
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error as exc:
+            return f"no OpenCL platform found ({exc}); install an OpenCL driver or PoCL (pocl-binary-distribution)"
+        if not any(p.get_devices() for p in platforms):
+            return "OpenCL is installed but reports no device"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        d = self.device
+        return {
+            "backend": self.name,
+            "device": d.name.strip(),
+            "vendor": d.vendor.strip(),
+            "platform": d.platform.name.strip(),
+            "memory_bytes": int(d.global_mem_size),
+            "fp64": self.fp64,
+            "compute_units": int(d.max_compute_units),
+            "unified_memory": self.unified_memory,
+        }
+
+    # -- memory -------------------------------------------------------------
+    def is_native(self, obj: Any) -> bool:
+        return isinstance(obj, CLArray)
+
+    def empty(self, shape: Any, dtype: Any = float) -> CLArray:
+        shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(int(s) for s in shape)
+        dtype = numpy.dtype(dtype)
+        nbytes = max(math.prod(shape) * dtype.itemsize, 1)
+        buf = self._cl.Buffer(self.context, self._cl.mem_flags.READ_WRITE, size=nbytes)
+        return CLArray(self, buf, shape, dtype)
+
+    def from_host(self, array: numpy.ndarray) -> CLArray:
+        host = numpy.ascontiguousarray(array)
+        out = self.empty(host.shape, host.dtype)
+        if host.size:
+            self._cl.enqueue_copy(self.queue, out.data, host, is_blocking=False)
+        return out
+
+    def to_host(self, native: CLArray) -> numpy.ndarray:
+        a = native
+        result = numpy.empty(a.shape, a.dtype)
+        if a.size == 0:
+            return result
+        if a.c_contiguous:
+            self._cl.enqueue_copy(self.queue, result, a.data, src_offset=a.offset, is_blocking=True)
+            return result
+        lo, hi = _span(a)
+        if hi - lo <= 2 * a.nbytes:
+            # copy the touched span and let NumPy gather it: cheaper than a kernel + copy
+            raw = numpy.empty(hi - lo, numpy.uint8)
+            self._cl.enqueue_copy(self.queue, raw, a.data, src_offset=lo, is_blocking=True)
+            result[...] = numpy.ndarray(a.shape, a.dtype, buffer=raw, offset=a.offset - lo, strides=a.strides)
+            return result
+        return self.to_host(self.copy(a))
+
+    def sync(self) -> None:
+        self.queue.finish()
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        if not (isinstance(a, CLArray) and isinstance(b, CLArray)) or a.data is not b.data:
+            return False
+        if a.size == 0 or b.size == 0:
+            return False
+        la, ha = _span(a)
+        lb, hb = _span(b)
+        return la < hb and lb < ha
+
+    # -- kernels --------------------------------------------------------------
+    def _build(self, key: Any, make_source: Callable[[], codegen.KernelSource]) -> Any:
+        kernel = self._kernels.get(key)
+        if kernel is not None:
+            self._kernels.move_to_end(key)
+            return kernel
+        import time
+
+        ks = make_source()
+        t0 = time.perf_counter()
+        program = self._cl.Program(self.context, ks.source).build()
+        kernel = getattr(program, ks.name)
+        self.compile_seconds += time.perf_counter() - t0
+        self.kernels_built += 1
+        with self._lock:
+            self._kernels[key] = kernel
+            while len(self._kernels) > KERNEL_CACHE_SIZE:
+                self._kernels.popitem(last=False)
+        return kernel
+
+    def cache_info(self) -> dict[str, Any]:
+        return {
+            "kernels": len(self._kernels),
+            "max": KERNEL_CACHE_SIZE,
+            "built": self.kernels_built,
+            "compile_seconds": self.compile_seconds,
+        }
+
+    def _launch(self, kernel: Any, n: int, args: list[Any]) -> None:
+        ls = self.local_size
+        gs = -(-n // ls) * ls
+        kernel.set_args(*args)
+        self._cl.enqueue_nd_range_kernel(self.queue, kernel, (gs,), (ls,))
+
+    def run_elementwise(
+        self,
+        graph: ir.Graph,
+        inputs: list[CLArray],
+        outputs: list[CLArray],
+        scalars: list[Any],
+        where: CLArray | None = None,
+    ) -> None:
+        """Run ``graph`` over broadcast ``inputs`` into ``outputs`` (all of the outputs' shape).
+
+        The entry point fusion uses too: inputs broadcast against outputs[0].shape.
+        """
+        shape = outputs[0].shape
+        n = math.prod(shape)
+        if n == 0:
+            return
+        arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
+        strides = [_broadcast_strides(a, shape) for a in arrays]
+        cshape, cstrides = _collapse(shape, strides)
+        contiguous = len(cshape) <= 1 and all(
+            (len(st) == 0 or st[0] == a.itemsize) and a.offset % a.itemsize == 0
+            for a, st in zip(arrays, cstrides, strict=True)
+        )
+        big = max(n, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
+        layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None)
+        kernel = self._build(("ew", graph, layout), lambda: codegen.elementwise(graph, layout, "opencl"))
+        it = numpy.int64 if big else numpy.int32
+        args: list[Any] = []
+        for a in arrays:
+            args.append(a.data)
+            args.append(it(a.offset // a.itemsize if contiguous else a.offset))
+        for value, dt in zip(scalars, graph.scalars, strict=True):
+            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+        args.append(it(n))
+        if not contiguous:
+            args.extend(it(d) for d in cshape)
+            for st in cstrides:
+                args.extend(it(s) for s in st)
+        self._launch(kernel, n, args)
+
+    def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
+        for dt in dtypes:
+            if isinstance(dt, type):
+                continue
+            dt = numpy.dtype(dt)
+            if not _table.is_supported_dtype(dt):
+                return False
+            if dt == numpy.float64 and not self.fp64:
+                return False
+        return True
+
+    # -- ufuncs ---------------------------------------------------------------
+    def supports_ufunc(self, ufunc: numpy.ufunc, method: str, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if method == "__call__":
+            if set(kwargs) - {"out", "where", "casting", "dtype", "signature"}:
+                return False
+            if kwargs.get("signature") is not None:
+                return False
+            if ufunc.signature is not None:
+                return False
+            where = kwargs.get("where", True)
+            if not (where is True or _native_or_device(where)):
+                return False
+            if _native_or_device(where) and where.dtype != numpy.bool_:
+                return False
+            if len(dtypes) == ufunc.nin + ufunc.nout and all(isinstance(d, numpy.dtype) for d in dtypes):
+                loop = tuple(dtypes)
+            else:
+                try:
+                    loop = self._resolve(ufunc, dtypes, kwargs)
+                except (TypeError, ValueError):
+                    return False
+            for o in _outs(kwargs):
+                if o is not None and not (self.supports_dtypes((o.dtype,)) and _table.is_supported_dtype(o.dtype)):
+                    return False
+            return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop)
+        if method == "reduce":
+            if ufunc.__name__ not in _UFUNC_REDUCE or set(kwargs) - {
+                "axis",
+                "dtype",
+                "out",
+                "keepdims",
+                "initial",
+                "where",
+            }:
+                return False
+            return self.supports_dtypes(tuple(d for d in dtypes if isinstance(d, numpy.dtype)))
+        return False
+
+    @staticmethod
+    def _resolve(ufunc: numpy.ufunc, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[numpy.dtype, ...]:
+        extra: dict[str, Any] = {"casting": kwargs.get("casting", "same_kind")}
+        if kwargs.get("dtype") is not None:
+            extra["signature"] = (None,) * ufunc.nin + (numpy.dtype(kwargs["dtype"]),) * ufunc.nout
+        loop = ufunc.resolve_dtypes(tuple(dtypes[: ufunc.nin]) + (None,) * ufunc.nout, **extra)
+        return tuple(loop)
+
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "reduce":
+            return self._ufunc_reduce(ufunc, inputs[0], **kwargs)
+        if method != "__call__":
+            raise NotImplementedError(f"opencl backend: {ufunc.__name__}.{method}")
+        return self.ufunc_call(
+            ufunc,
+            inputs,
+            out=kwargs.get("out"),
+            where=kwargs.get("where", True),
+            casting=kwargs.get("casting", "same_kind"),
+            dtype=kwargs.get("dtype"),
+        )
+
+    def ufunc_call(
+        self,
+        ufunc: numpy.ufunc,
+        inputs: tuple[Any, ...],
+        out: Any = None,
+        where: Any = True,
+        casting: str = "same_kind",
+        dtype: Any = None,
+    ) -> Any:
+        """``ufunc(*inputs, out=, where=, casting=, dtype=)`` with NumPy's result dtypes."""
+        if len(inputs) != ufunc.nin:
+            raise TypeError(f"{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
+        outs = (
+            list(out)
+            if isinstance(out, (tuple, list))
+            else [out] * (1 if ufunc.nout == 1 else 0) or [None] * ufunc.nout
+        )
+        if len(outs) < ufunc.nout:
+            outs += [None] * (ufunc.nout - len(outs))
+        kinds = []
+        for x in inputs:
+            kinds.append("array" if isinstance(x, CLArray) else "scalar")
+        types = tuple(_weak_type(x) for x in inputs)
+        loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
+        if ufunc.__name__ in _COMPARISONS:
+            loop, types = _comparison_loop(ufunc, inputs, loop, types)
+        nin = ufunc.nin
+        for k, o in enumerate(outs):
+            if o is not None and not numpy.can_cast(loop[nin + k], o.dtype, casting):
+                raise numpy._core._exceptions._UFuncOutputCastingError(ufunc, casting, loop[nin + k], o.dtype, k)
+        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i":
+            self._check_int_power(inputs[1])
+        shapes = [x.shape for x in inputs if isinstance(x, CLArray)]
+        shapes += [numpy.shape(x) for x in inputs if not isinstance(x, CLArray)]
+        shape = numpy.broadcast_shapes(*shapes)
+        for o in outs:
+            if o is not None:
+                if numpy.broadcast_shapes(shape, o.shape) != o.shape:
+                    raise ValueError(
+                        f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast shape {shape}"
+                    )
+                shape = o.shape
+        if isinstance(where, CLArray):
+            shape = numpy.broadcast_shapes(shape, where.shape) if all(o is None for o in outs) else shape
+        results = [o if o is not None else self.empty(shape, loop[nin + k]) for k, o in enumerate(outs)]
+        arrays = [x for x in inputs if isinstance(x, CLArray)]
+        # an output partially overlapping an input (a[1:] += a[:-1]) needs the input copied first
+        for i, a in enumerate(arrays):
+            for r in results:
+                if self.shares_memory(a, r) and not (
+                    a.offset == r.offset and _broadcast_strides(a, shape) == r.strides
+                ):
+                    arrays[i] = self.copy(a)
+        scalars = [x for x in inputs if not isinstance(x, CLArray)]
+        operand_dtypes = tuple(x.dtype if isinstance(x, CLArray) else loop[i] for i, x in enumerate(inputs))
+        key = ("ufunc", ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results))
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results))
+            self._graphs[key] = graph
+        if where is False or (not isinstance(where, CLArray) and not where):
+            return results[0] if ufunc.nout == 1 else tuple(results)
+        mask = where if isinstance(where, CLArray) else None
+        self.run_elementwise(graph, arrays, results, scalars, mask)
+        return results[0] if ufunc.nout == 1 else tuple(results)
+
+    _graphs: ClassVar[dict[Any, ir.Graph]] = {}
+
+    def copy(self, a: CLArray, dtype: Any = None) -> CLArray:
+        """A new C-contiguous array with ``a``'s values (converted to ``dtype``)."""
+        dtype = a.dtype if dtype is None else numpy.dtype(dtype)
+        out = self.empty(a.shape, dtype)
+        self.copy_into(out, a)
+        return out
+
+    def copy_into(self, dst: CLArray, src: CLArray) -> None:
+        """``dst[...] = src`` (broadcast, C conversion; NumPy's unsafe astype for supported pairs)."""
+        key = ("cast", src.dtype, dst.dtype)
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = ir.cast_graph(src.dtype, dst.dtype)
+        if self.shares_memory(src, dst):
+            src = self.copy(src)
+        self.run_elementwise(graph, [src], [dst], [])
+
+    def _check_int_power(self, exponent: Any) -> None:
+        if isinstance(exponent, CLArray):
+            if exponent.dtype.kind == "i" and exponent.size and self.to_host(self.reduce_op("minimum", exponent)) < 0:
+                raise ValueError("Integers to negative integer powers are not allowed.")
+        elif numpy.asarray(exponent) < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
+    # -- reductions -------------------------------------------------------------
+    def map_reduce(
+        self,
+        graph: ir.Graph,
+        inputs: list[CLArray],
+        scalars: list[Any],
+        op: str,
+        axes: tuple[int, ...],
+        acc_dtype: numpy.dtype,
+        initial: Any,
+        shape: tuple[int, ...],
+    ) -> tuple[CLArray, CLArray | None]:
+        """Reduce ``graph`` (evaluated over ``inputs`` broadcast to ``shape``) along ``axes`` with ``op``.
+
+        Returns the result (kept dims of ``shape``, C order, ``acc_dtype``) and, for
+        argmax/argmin, the int64 positions (flat index within the reduced dims).
+        The entry point fusion uses for a reduction of a pending graph.
+        """
+        acc_dtype = numpy.dtype(acc_dtype)
+        kept = [d for d in range(len(shape)) if d not in axes]
+        out_shape = tuple(shape[d] for d in kept)
+        m = math.prod(out_shape)
+        k = math.prod(shape[d] for d in axes)
+        result = self.empty(out_shape, acc_dtype)
+        index = self.empty(out_shape, numpy.int64) if op in codegen.ARG_REDUCTIONS else None
+        if m == 0:
+            return result, index
+        strides = [_broadcast_strides(a, shape) for a in inputs]
+        oshape, ostrides = _collapse(out_shape, [tuple(st[d] for d in kept) for st in strides])
+        ishape, istrides = _collapse(tuple(shape[d] for d in axes), [tuple(st[d] for d in axes) for st in strides])
+        min_chunk = 4096 if self.is_cpu else 64
+        parts = 1 if m >= self.parallelism else max(1, min(-(-self.parallelism // m), -(-k // min_chunk)))
+        init_final = initial
+        init_first = initial if parts == 1 else _identity(op, acc_dtype)
+        stage_out = result if parts == 1 else self.empty((m * parts,), acc_dtype)
+        stage_idx = index if parts == 1 else (self.empty((m * parts,), numpy.int64) if index is not None else None)
+        self._run_reduce(
+            graph,
+            inputs,
+            scalars,
+            op,
+            acc_dtype,
+            init_first,
+            m,
+            k,
+            parts,
+            oshape,
+            ishape,
+            ostrides,
+            istrides,
+            stage_out,
+            stage_idx,
+            index_input=False,
+        )
+        if parts > 1:
+            g2 = self._graphs.get(("id", acc_dtype))
+            if g2 is None:
+                g2 = self._graphs[("id", acc_dtype)] = ir.cast_graph(acc_dtype, acc_dtype)
+            ins = [stage_out] + ([stage_idx] if stage_idx is not None else [])
+            st_o = [(parts * acc_dtype.itemsize,)] + ([(parts * 8,)] if stage_idx is not None else [])
+            st_i = [(acc_dtype.itemsize,)] + ([(8,)] if stage_idx is not None else [])
+            self._run_reduce(
+                g2,
+                ins,
+                [],
+                op,
+                acc_dtype,
+                init_final,
+                m,
+                parts,
+                1,
+                (m,),
+                (parts,),
+                st_o,
+                st_i,
+                result,
+                index,
+                index_input=stage_idx is not None,
+            )
+        return result, index
+
+    def _run_reduce(
+        self,
+        graph,
+        inputs,
+        scalars,
+        op,
+        acc_dtype,
+        init,
+        m,
+        k,
+        parts,
+        oshape,
+        ishape,
+        ostrides,
+        istrides,
+        out,
+        idx_out,
+        index_input,
+    ) -> None:  # noqa: ANN001
+        big = max(m * parts, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
+        layout = codegen.ReduceLayout(
+            len(oshape), len(ishape), interleaved=not self.is_cpu, index_input=index_input, index64=big
+        )
+        kernel = self._build(
+            ("mr", graph, op, acc_dtype, layout), lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl")
+        )
+        it = numpy.int64 if big else numpy.int32
+        args: list[Any] = []
+        for a in inputs:
+            args += [a.data, it(a.offset)]
+        for value, dt in zip(scalars, graph.scalars, strict=True):
+            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+        args.append(_scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init)))
+        args += [it(m), it(k), it(parts)]
+        args += [it(d) for d in oshape] + [it(d) for d in ishape]
+        for so, si in zip(ostrides, istrides, strict=True):
+            args += [it(s) for s in so] + [it(s) for s in si]
+        args += [out.data, it(out.offset // out.itemsize)]
+        if idx_out is not None:
+            args += [idx_out.data, it(idx_out.offset // 8)]
+        self._launch(kernel, m * parts, args)
+
+    def reduce_op(self, op: str, a: CLArray, axis: Any = None, acc_dtype: Any = None) -> CLArray:
+        """Plain reduction of one array (no keepdims): the building block of the functions."""
+        axes = _norm_axes(axis, a.ndim)
+        acc = numpy.dtype(acc_dtype) if acc_dtype is not None else a.dtype
+        graph = self._graph_cast(a.dtype, acc)
+        return self.map_reduce(graph, [a], [], op, axes, acc, _identity(op, acc), a.shape)[0]
+
+    def _graph_cast(self, src: numpy.dtype, dst: numpy.dtype) -> ir.Graph:
+        key = ("cast", src, dst)
+        g = self._graphs.get(key)
+        if g is None:
+            g = self._graphs[key] = ir.cast_graph(src, dst)
+        return g
+
+    def reduction(
+        self,
+        kind: str,
+        a: CLArray,
+        axis: Any = None,
+        dtype: Any = None,
+        out: CLArray | None = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = True,
+    ) -> Any:
+        """sum/prod/max/min/any/all and nan-variants with NumPy's arguments and result dtype."""
+        axes = _norm_axes(axis, a.ndim)
+        op, nan_to = _REDUCTION_KINDS[kind]
+        res_dt = _result_dtype(kind, a.dtype, dtype)
+        acc = res_dt
+        if op in ("maximum", "minimum", "fmax", "fmin"):
+            acc = a.dtype
+            k = math.prod(a.shape[d] for d in axes)
+            if k == 0 and initial is None:
+                raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+        b = ir.GraphBuilder()
+        x = b.input(a.dtype)
+        val: ir.Node = b.cast(x, acc)
+        if nan_to is not None and a.dtype.kind == "f":
+            # nansum/nanprod: NaN counts as the identity
+            isn = b.apply(numpy.isnan, (a.dtype, numpy.dtype(bool)), x)[0]
+            val = ir.Select(isn, b.scalar(acc), val)
+        inputs = [a]
+        scalars: list[Any] = [] if nan_to is None or a.dtype.kind != "f" else [_identity(op, acc)]
+        shape = a.shape
+        if isinstance(where, CLArray):
+            mask = b.input(numpy.dtype(bool))
+            val = ir.Select(mask, val, b.scalar(acc))
+            inputs.append(where)
+            scalars.append(_identity(op, acc))
+            shape = numpy.broadcast_shapes(a.shape, where.shape)
+            if shape != a.shape:
+                raise ValueError("where= must broadcast to the reduced array's shape")
+        graph = b.build([val])
+        init = _identity(op, acc) if initial is None else initial
+        result, _ = self.map_reduce(graph, inputs, scalars, op, axes, acc, init, shape)
+        if (
+            kind in ("nanmax", "nanmin")
+            and a.dtype.kind == "f"
+            and bool(self.to_host(self.reduce_op("logical_or", self.ufunc_call(numpy.isnan, (result,)), None)))
+        ):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        if result.dtype != res_dt:
+            result = self.copy(result, res_dt)
+        return self._finish(result, a.shape, axes, keepdims, out)
+
+    def _finish(
+        self, result: CLArray, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool, out: CLArray | None
+    ) -> Any:
+        if keepdims:
+            kshape = tuple(1 if d in axes else n for d, n in enumerate(shape))
+            result = self.reshape(result, kshape)
+        if out is not None:
+            if out.shape != result.shape:
+                raise ValueError(f"output parameter has shape {out.shape}, expected {result.shape}")
+            self.copy_into(out, result)
+            return out
+        if result.ndim == 0:
+            return self.to_host(result)[()]
+        return result
+
+    def mean(
+        self,
+        a: CLArray,
+        axis: Any = None,
+        dtype: Any = None,
+        out: CLArray | None = None,
+        keepdims: bool = False,
+        where: Any = True,
+        _nan: bool = False,
+    ) -> Any:
+        axes = _norm_axes(axis, a.ndim)
+        res_dt = _result_dtype("mean", a.dtype, dtype)
+        acc = res_dt
+        b = ir.GraphBuilder()
+        x = b.input(a.dtype)
+        val: ir.Node = b.cast(x, acc)
+        inputs = [a]
+        scalars: list[Any] = []
+        count_graph: ir.Graph | None = None
+        if _nan:
+            isn = b.apply(numpy.isnan, (a.dtype, numpy.dtype(bool)), x)[0]
+            val = ir.Select(isn, b.scalar(acc), val)
+            scalars.append(0)
+            cb = ir.GraphBuilder()
+            cx = cb.input(a.dtype)
+            notnan = cb.apply(
+                numpy.logical_not, (numpy.dtype(bool),) * 2, cb.apply(numpy.isnan, (a.dtype, numpy.dtype(bool)), cx)[0]
+            )[0]
+            count_graph = cb.build([notnan], [acc])
+        graph = b.build([val])
+        total, _ = self.map_reduce(graph, inputs, scalars, "add", axes, acc, 0, a.shape)
+        if count_graph is not None:
+            count, _ = self.map_reduce(count_graph, [a], [], "add", axes, acc, 0, a.shape)
+            result = self.ufunc_call(numpy.true_divide, (total, count))
+        else:
+            n = math.prod(a.shape[d] for d in axes)
+            result = self.ufunc_call(numpy.true_divide, (total, float(n)), out=None)
+            if result.dtype != res_dt:
+                result = self.copy(result, res_dt)
+        return self._finish(result, a.shape, axes, keepdims, out)
+
+    def var(
+        self,
+        a: CLArray,
+        axis: Any = None,
+        dtype: Any = None,
+        out: CLArray | None = None,
+        ddof: int = 0,
+        keepdims: bool = False,
+        _sqrt: bool = False,
+    ) -> Any:
+        axes = _norm_axes(axis, a.ndim)
+        res_dt = _result_dtype("var", a.dtype, dtype)
+        acc = res_dt
+        mean = self.mean(a, axis=axes, dtype=acc, keepdims=True)
+        if not isinstance(mean, CLArray):
+            mean = self.from_host(numpy.asarray(mean, acc).reshape((1,) * a.ndim))
+        key = ("var", a.dtype, acc)
+        graph = self._graphs.get(key)
+        if graph is None:
+            b = ir.GraphBuilder()
+            x = b.input(a.dtype)
+            mu = b.input(acc)
+            d = b.apply(numpy.subtract, (acc,) * 3, b.cast(x, acc), mu)[0]
+            graph = self._graphs[key] = b.build([b.apply(numpy.multiply, (acc,) * 3, d, d)[0]])
+        total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape)
+        n = math.prod(a.shape[d] for d in axes) - ddof
+        result = self.ufunc_call(numpy.true_divide, (total, float(n)))
+        if _sqrt:
+            result = self.ufunc_call(numpy.sqrt, (result,), out=result)
+        if result.dtype != res_dt:
+            result = self.copy(result, res_dt)
+        return self._finish(result, a.shape, axes, keepdims, out)
+
+    def argreduce(
+        self, kind: str, a: CLArray, axis: Any = None, out: CLArray | None = None, keepdims: bool = False
+    ) -> Any:
+        if a.size == 0:
+            raise ValueError(f"attempt to get {kind} of an empty sequence")
+        if axis is None:
+            src = a if a.c_contiguous else self.copy(a)
+            src = self.reshape(src, (a.size,))
+            axes: tuple[int, ...] = (0,)
+        else:
+            src = a
+            axes = _norm_axes(axis, a.ndim)
+        graph = self._graph_cast(a.dtype, a.dtype)
+        _, index = self.map_reduce(graph, [src], [], kind, axes, a.dtype, _identity("maximum", a.dtype), src.shape)
+        if axis is None:
+            index = self.reshape(index, ())
+            if keepdims:
+                index = self.reshape(index, (1,) * a.ndim)
+            if out is not None:
+                self.copy_into(out, index)
+                return out
+            return self.to_host(index)[()] if index.ndim == 0 else index
+        return self._finish(index, a.shape, axes, keepdims, out)
+
+    def _ufunc_reduce(
+        self,
+        ufunc: numpy.ufunc,
+        a: CLArray,
+        axis: Any = 0,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = True,
+    ) -> Any:
+        kind = {
+            "add": "sum",
+            "multiply": "prod",
+            "maximum": "max",
+            "minimum": "min",
+            "logical_and": "all",
+            "logical_or": "any",
+        }[ufunc.__name__]
+        if isinstance(out, tuple):
+            out = out[0]
+        if kind in ("all", "any"):
+            # logical_and.reduce keeps a bool result only for bool input; NumPy's own rule
+            res = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
+            r = self.reduction(kind, a, axis=axis, out=None, keepdims=keepdims, initial=initial, where=where)
+            if not isinstance(r, CLArray):
+                return numpy.asarray(r).astype(res)[()]
+            return self.copy(r, res) if r.dtype != res else r
+        dtype = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
+        return self.reduction(kind, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+    def cumulative(self, kind: str, a: CLArray, axis: Any = None, dtype: Any = None, out: Any = None) -> CLArray:
+        res_dt = _result_dtype(kind, a.dtype, dtype)
+        if axis is None:
+            src = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
+            ax = 0
+        else:
+            src = a
+            ax = _norm_axes(axis, a.ndim)[0]
+        result = self.empty(src.shape, res_dt) if out is None else out
+        op = "add" if kind == "cumsum" else "multiply"
+        n = src.shape[ax] if src.ndim else 1
+        outer = tuple(s for d, s in enumerate(src.shape) if d != ax)
+        m = math.prod(outer)
+        if m and n:
+            ost = [tuple(st for d, st in enumerate(x.strides) if d != ax) for x in (src, result)]
+            oshape, ostrides = _collapse(outer, ost)
+            layout = (len(oshape), src.dtype, res_dt, op)
+            kernel = self._build(("scan", layout), lambda: codegen.scan(len(oshape), src.dtype, res_dt, op, "opencl"))
+            args: list[Any] = [
+                src.data,
+                numpy.int64(src.offset),
+                result.data,
+                numpy.int64(result.offset),
+                numpy.int64(m),
+                numpy.int64(n),
+            ]
+            args += [numpy.int64(d) for d in oshape]
+            for st in ostrides:
+                args += [numpy.int64(s) for s in st]
+            args += [numpy.int64(src.strides[ax]), numpy.int64(result.strides[ax])]
+            self._launch(kernel, m, args)
+        return result
+
+    # -- layout and data movement --------------------------------------------
+    def reshape(self, a: CLArray, shape: Any, order: str = "C") -> CLArray:
+        """A view when NumPy would give one, else a C-contiguous copy."""
+        if order != "C":
+            raise NotImplementedError("opencl backend: reshape with order other than 'C'")
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        try:
+            view = numpy.reshape(dummy, shape, copy=False)
+        except ValueError:
+            if math.prod(numpy.reshape(numpy.empty(a.shape, numpy.bool_), shape).shape) != a.size:
+                raise
+            c = self.copy(a)
+            return CLArray(self, c.data, numpy.reshape(numpy.empty(a.shape, numpy.bool_), shape).shape, a.dtype)
+        return a.view(view.shape, view.strides, a.offset)
+
+    def ravel(self, a: CLArray, order: str = "C") -> CLArray:
+        if order != "C":
+            raise NotImplementedError("opencl backend: ravel with order other than 'C'")
+        return self.reshape(a, (a.size,))
+
+    def transpose(self, a: CLArray, axes: Any = None) -> CLArray:
+        if axes is None:
+            return a.T
+        axes = tuple(_norm_axes(ax, a.ndim)[0] for ax in axes)
+        if sorted(axes) != list(range(a.ndim)):
+            raise ValueError("axes don't match array")
+        return a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
+
+    def astype(self, a: CLArray, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True) -> CLArray:
+        dtype = numpy.dtype(dtype)
+        if not numpy.can_cast(a.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {dtype!r} according to the rule {casting!r}")
+        if dtype == a.dtype and not copy:
+            return a
+        return self.copy(a, dtype)
+
+    def array_copy(self, a: CLArray, order: str = "K", subok: bool = True) -> CLArray:
+        return self.copy(a)
+
+    def ascontiguousarray(self, a: CLArray, dtype: Any = None) -> CLArray:
+        dtype = a.dtype if dtype is None else numpy.dtype(dtype)
+        if a.c_contiguous and dtype == a.dtype:
+            return a if a.ndim else self.reshape(a, (1,))[()] if False else a
+        return self.copy(a, dtype)
+
+    def full(self, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> CLArray:
+        dtype = numpy.asarray(fill_value).dtype if dtype is None else numpy.dtype(dtype)
+        if isinstance(fill_value, (int, float, bool)) and dtype is None:
+            dtype = numpy.result_type(fill_value)
+        out = self.empty(shape, dtype)
+        self.fill(out, fill_value)
+        return out
+
+    def zeros(self, shape: Any, dtype: Any = float, order: str = "C") -> CLArray:
+        out = self.empty(shape, dtype)
+        if out.size:
+            self._cl.enqueue_fill_buffer(self.queue, out.data, numpy.uint8(0), 0, out.data.size)
+        return out
+
+    def ones(self, shape: Any, dtype: Any = float, order: str = "C") -> CLArray:
+        return self.full(shape, 1, dtype)
+
+    def empty_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
+        return self.empty(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
+
+    def zeros_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
+        return self.zeros(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
+
+    def ones_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
+        return self.full(a.shape if shape is None else shape, 1, a.dtype if dtype is None else dtype)
+
+    def full_like(
+        self, a: CLArray, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None
+    ) -> CLArray:
+        return self.full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
+
+    def fill(self, a: CLArray, value: Any) -> None:
+        """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
+        if a.size == 0:
+            return
+        v = (
+            numpy.asarray(value).astype(a.dtype)
+            if not isinstance(value, int) or a.dtype.kind not in "iu"
+            else _scalar_value(value, a.dtype)
+        )
+        b = ir.GraphBuilder()
+        key = ("fill", a.dtype)
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = b.build([b.scalar(a.dtype)])
+        self.run_elementwise(graph, [], [a], [numpy.asarray(v)[()]])
+
+    def _host_pattern(self, host: numpy.ndarray) -> CLArray:
+        # values NumPy computes on the host (arange/linspace/eye are cheap to describe,
+        # and computing them with NumPy guarantees NumPy's exact rounding)
+        return self.from_host(host)
+
+    def arange(self, *args: Any, dtype: Any = None) -> CLArray:
+        return self._host_pattern(numpy.arange(*args, dtype=dtype))
+
+    def linspace(
+        self,
+        start: Any,
+        stop: Any,
+        num: int = 50,
+        endpoint: bool = True,
+        retstep: bool = False,
+        dtype: Any = None,
+        axis: int = 0,
+    ) -> Any:
+        res = numpy.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+        if retstep:
+            return self._host_pattern(res[0]), res[1]
+        return self._host_pattern(res)
+
+    def eye(self, N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C") -> CLArray:  # noqa: N803
+        return self._host_pattern(numpy.eye(N, M, k, dtype=dtype))
+
+    def identity(self, n: int, dtype: Any = float) -> CLArray:
+        return self._host_pattern(numpy.identity(n, dtype=dtype))
+
+    def concatenate(
+        self, arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
+    ) -> CLArray:
+        arrays = list(arrays)
+        if axis is None:
+            arrays = [self.ravel(a) for a in arrays]
+            axis = 0
+        # NumPy checks shapes and computes the result dtype; ask it on empty stand-ins
+        probe = numpy.concatenate(
+            [numpy.empty(a.shape, a.dtype) for a in arrays], axis=axis, dtype=dtype, casting=casting
+        )
+        ax = _norm_axes(axis, arrays[0].ndim)[0]
+        result = self.empty(probe.shape, probe.dtype) if out is None else out
+        pos = 0
+        for a in arrays:
+            n = a.shape[ax]
+            dst = result.view(a.shape, result.strides, result.offset + pos * result.strides[ax])
+            self.copy_into(dst, a)
+            pos += n
+        return result
+
+    def stack(
+        self, arrays: Any, axis: int = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
+    ) -> CLArray:
+        arrays = list(arrays)
+        probe = numpy.stack([numpy.empty(a.shape, a.dtype) for a in arrays], axis=axis, dtype=dtype, casting=casting)
+        ax = _norm_axes(axis, probe.ndim)[0]
+        expanded = [
+            a.view(a.shape[:ax] + (1,) + a.shape[ax:], a.strides[:ax] + (0,) + a.strides[ax:], a.offset) for a in arrays
+        ]
+        return self.concatenate(expanded, axis=ax, out=out, dtype=dtype, casting=casting)
+
+    def where(self, condition: Any, x: Any = None, y: Any = None) -> Any:
+        if x is None and y is None:
+            raise NotImplementedError("opencl backend: one-argument where (nonzero)")
+        ops = [condition, x, y]
+        dt = numpy.result_type(*[o.dtype if isinstance(o, CLArray) else o for o in (x, y)])
+        kinds = tuple("array" if isinstance(o, CLArray) else "scalar" for o in ops)
+        dts = tuple(
+            o.dtype if isinstance(o, CLArray) else (numpy.dtype(bool) if i == 0 else dt) for i, o in enumerate(ops)
+        )
+        key = ("where", kinds, dts, dt)
+        graph = self._graphs.get(key)
+        if graph is None:
+            b = ir.GraphBuilder()
+            nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
+            graph = self._graphs[key] = b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
+        shape = numpy.broadcast_shapes(*[numpy.shape(o) if not isinstance(o, CLArray) else o.shape for o in ops])
+        out = self.empty(shape, dt)
+        self.run_elementwise(
+            graph, [o for o in ops if isinstance(o, CLArray)], [out], [o for o in ops if not isinstance(o, CLArray)]
+        )
+        return out
+
+    def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
+        lo = _identity("minimum", a.dtype) if a_min is None else a_min
+        hi = _identity("maximum", a.dtype) if a_max is None else a_max
+        if a_min is None and a_max is None:
+            raise ValueError("One of max or min must be given")
+        return self.ufunc_call(numpy._core.umath.clip, (a, lo, hi), out=out, **kwargs)
+
+    def getitem(self, a: CLArray, key: Any) -> Any:
+        if isinstance(key, CLArray) and key.dtype == numpy.bool_:
+            return self._mask_get(a, key)
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        view = dummy[key]
+        delta = view.__array_interface__["data"][0] - dummy.__array_interface__["data"][0]
+        res = a.view(view.shape, view.strides, a.offset + delta)
+        if isinstance(view, numpy.generic) or not isinstance(view, numpy.ndarray):
+            raise TypeError("basic indexing produced a scalar")  # pragma: no cover - guarded below
+        if res.ndim == 0 and _all_int_key(key, a.ndim):
+            return self.to_host(res)[()]
+        return res
+
+    def setitem(self, a: CLArray, key: Any, value: Any) -> None:
+        if isinstance(key, CLArray) and key.dtype == numpy.bool_:
+            self._mask_set(a, key, value)
+            return
+        dst = self.getitem(a, key) if not _all_int_key(key, a.ndim) else self._view(a, key)
+        if isinstance(value, CLArray):
+            if numpy.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+                raise ValueError(f"could not broadcast input array from shape {value.shape} into shape {dst.shape}")
+            self.copy_into(dst, value)
+        else:
+            self.fill(dst, value)
+
+    def _view(self, a: CLArray, key: Any) -> CLArray:
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        view = dummy[key + (Ellipsis,) if isinstance(key, tuple) else (key, Ellipsis)]
+        delta = view.__array_interface__["data"][0] - dummy.__array_interface__["data"][0]
+        return a.view(view.shape, view.strides, a.offset + delta)
+
+    def _mask_positions(self, a: CLArray, mask: CLArray) -> numpy.ndarray:
+        if mask.shape != a.shape[: mask.ndim]:
+            raise IndexError(f"boolean index did not match indexed array; shape {a.shape} vs mask {mask.shape}")
+        # compaction on the host: the mask is 1 byte/element, and on PoCL host memory is the device's
+        return numpy.flatnonzero(self.to_host(mask))
+
+    def _mask_get(self, a: CLArray, mask: CLArray) -> CLArray:
+        pos = self._mask_positions(a, mask)
+        rest = a.shape[mask.ndim :]
+        src = a if a.c_contiguous else self.copy(a)
+        flat = self.reshape(src, (math.prod(mask.shape),) + rest)
+        out = self.empty((len(pos),) + rest, a.dtype)
+        if len(pos):
+            self._gather(out, flat, pos)
+        return out
+
+    def _gather(self, out: CLArray, flat: CLArray, pos: numpy.ndarray) -> None:
+        row = math.prod(flat.shape[1:]) * flat.itemsize
+        idx = self.from_host(pos.astype(numpy.int64))
+        kernel = self._build(("gather",), lambda: _GATHER)
+        n = len(pos) * row
+        self._launch(
+            kernel,
+            n,
+            [
+                out.data,
+                numpy.int64(out.offset),
+                flat.data,
+                numpy.int64(flat.offset),
+                idx.data,
+                numpy.int64(row),
+                numpy.int64(n),
+                numpy.int32(0),
+            ],
+        )
+
+    def _mask_set(self, a: CLArray, mask: CLArray, value: Any) -> None:
+        pos = self._mask_positions(a, mask)
+        if not a.c_contiguous:
+            raise NotImplementedError("opencl backend: boolean assignment into a non-contiguous view")
+        rest = a.shape[mask.ndim :]
+        flat = self.reshape(a, (math.prod(mask.shape),) + rest)
+        vals = self.empty((len(pos),) + rest, a.dtype)
+        if isinstance(value, CLArray):
+            if numpy.broadcast_shapes(value.shape, vals.shape) != vals.shape:
+                raise ValueError(
+                    f"NumPy boolean array indexing assignment cannot assign {value.shape} input "
+                    f"values to the {len(pos)} output values where the mask is true"
+                )
+            self.copy_into(vals, value)
+        else:
+            self.fill(vals, value)
+        if len(pos):
+            row = math.prod(rest) * a.itemsize
+            idx = self.from_host(pos.astype(numpy.int64))
+            kernel = self._build(("gather",), lambda: _GATHER)
+            n = len(pos) * row
+            self._launch(
+                kernel,
+                n,
+                [
+                    flat.data,
+                    numpy.int64(flat.offset),
+                    vals.data,
+                    numpy.int64(vals.offset),
+                    idx.data,
+                    numpy.int64(row),
+                    numpy.int64(n),
+                    numpy.int32(1),
+                ],
+            )
+
+    # -- matmul --------------------------------------------------------------------
+    def matmul(self, a: CLArray, b: CLArray, out: Any = None, **kwargs: Any) -> Any:
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError("matmul: Input operand does not have enough dimensions")
+        dt = numpy.result_type(a.dtype, b.dtype)
+        probe = numpy.matmul(numpy.empty(a.shape, a.dtype), numpy.empty(b.shape, b.dtype))  # NumPy's shape errors
+        a2 = a if a.ndim > 1 else a.view((1,) + a.shape, (0,) + a.strides, a.offset)
+        b2 = b if b.ndim > 1 else b.view(b.shape + (1,), b.strides + (0,), b.offset)
+        if a2.dtype != dt:
+            a2 = self.copy(a2, dt)
+        if b2.dtype != dt:
+            b2 = self.copy(b2, dt)
+        batch = numpy.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        m, k = a2.shape[-2:]
+        n = b2.shape[-1]
+        result = self.empty(batch + (m, n), dt)
+        if result.size:
+            sa = _broadcast_strides(a2.view(a2.shape[:-2], a2.strides[:-2], 0), batch) if batch else ()
+            sb = _broadcast_strides(b2.view(b2.shape[:-2], b2.strides[:-2], 0), batch) if batch else ()
+            sc = result.strides[:-2]
+            bshape, (bsa, bsb, bsc) = _collapse(batch, [sa, sb, sc]) if batch else ((), [(), (), ()])
+            kernel = self._build(("matmul", dt), lambda: _matmul_source(dt))
+            isz = dt.itemsize
+            outer = bshape[:-1]
+            nb = bshape[-1] if bshape else 1
+            for idx in numpy.ndindex(*outer):
+                oa = a2.offset + sum(i * s for i, s in zip(idx, bsa, strict=False))
+                ob = b2.offset + sum(i * s for i, s in zip(idx, bsb, strict=False))
+                oc = result.offset + sum(i * s for i, s in zip(idx, bsc, strict=False))
+                ba = bsa[-1] if bshape else 0
+                bb = bsb[-1] if bshape else 0
+                bc = bsc[-1] if bshape else 0
+                args = [
+                    a2.data,
+                    numpy.int64(oa // isz),
+                    numpy.int64(ba // isz),
+                    numpy.int64(a2.strides[-2] // isz),
+                    numpy.int64(a2.strides[-1] // isz),
+                    b2.data,
+                    numpy.int64(ob // isz),
+                    numpy.int64(bb // isz),
+                    numpy.int64(b2.strides[-2] // isz),
+                    numpy.int64(b2.strides[-1] // isz),
+                    result.data,
+                    numpy.int64(oc // isz),
+                    numpy.int64(bc // isz),
+                    numpy.int64(result.strides[-2] // isz),
+                    numpy.int32(m),
+                    numpy.int32(n),
+                    numpy.int32(k),
+                ]
+                kernel.set_args(*args)
+                gs = (-(-n // _TILE) * _TILE, -(-m // _TILE) * _TILE, nb)
+                self._cl.enqueue_nd_range_kernel(self.queue, kernel, gs, (_TILE, _TILE, 1))
+        res = self.reshape(result, probe.shape)
+        if out is not None:
+            self.copy_into(out, res)
+            return out
+        if res.ndim == 0:
+            return self.to_host(res)[()]
+        return res
+
+    def dot(self, a: CLArray, b: CLArray, out: Any = None) -> Any:
+        if a.ndim <= 2 and b.ndim <= 2:
+            return self.matmul(a, b, out=out)
+        if b.ndim == 1:
+            return self.matmul(a, b, out=out)
+        return self.tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]), out=out)
+
+    def tensordot(self, a: CLArray, b: CLArray, axes: Any = 2, out: Any = None) -> Any:
+        if isinstance(axes, (int, numpy.integer)):
+            ax_a = list(range(a.ndim - int(axes), a.ndim))
+            ax_b = list(range(int(axes)))
+        else:
+            ax_a, ax_b = ([x] if isinstance(x, (int, numpy.integer)) else list(x) for x in axes)
+        probe = numpy.tensordot(numpy.empty(a.shape, a.dtype), numpy.empty(b.shape, b.dtype), axes=(ax_a, ax_b))
+        ax_a = [x % a.ndim for x in ax_a]
+        ax_b = [x % b.ndim for x in ax_b]
+        free_a = [d for d in range(a.ndim) if d not in ax_a]
+        free_b = [d for d in range(b.ndim) if d not in ax_b]
+        k = math.prod(a.shape[d] for d in ax_a)
+        at = self.reshape(self.transpose(a, free_a + ax_a), (math.prod(a.shape[d] for d in free_a), k))
+        bt = self.reshape(self.transpose(b, ax_b + free_b), (k, math.prod(b.shape[d] for d in free_b)))
+        res = self.reshape(self.matmul(at, bt), probe.shape)
+        if out is not None:
+            self.copy_into(out, res)
+            return out
+        return self.to_host(res)[()] if res.ndim == 0 else res
+
+
+_COMPARISONS = frozenset("equal not_equal less less_equal greater greater_equal".split())
+_UFUNC_REDUCE = frozenset("add multiply maximum minimum logical_and logical_or".split())
+
+
+def _comparison_loop(
+    ufunc: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...], types: tuple[Any, ...]
+) -> tuple[tuple[numpy.dtype, ...], tuple[Any, ...]]:
+    """NumPy compares out-of-range Python ints exactly (uint8 array < -1); widen the loop."""
+    changed = list(types)
+    for i, x in enumerate(inputs):
+        if isinstance(x, int) and not isinstance(x, bool) and loop[i].kind in "iu":
+            info = numpy.iinfo(loop[i])
+            if not info.min <= x <= info.max:
+                changed[i] = numpy.dtype(numpy.int64) if -(2**63) <= x < 2**63 else numpy.dtype(numpy.uint64)
+    if changed == list(types):
+        return loop, types
+    return tuple(ufunc.resolve_dtypes(tuple(changed) + (None,))), tuple(changed)
+
+
+def _native_or_device(x: Any) -> bool:
+    return hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, (numpy.generic, numpy.ndarray))
+
+
+def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    out = kwargs.get("out")
+    if out is None:
+        return ()
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _choose_device(cl: Any, device: int | str | None) -> Any:
+    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    if not devices:
+        raise RuntimeError("OpenCL reports no device")
+    if device is None:
+        device = os.environ.get("NPGPU_OPENCL_DEVICE") or None
+    if device is not None:
+        if isinstance(device, int) or (isinstance(device, str) and device.isdigit()):
+            index = int(device)
+            if not 0 <= index < len(devices):
+                raise ValueError(f"OpenCL device index {index} out of range: {len(devices)} device(s)")
+            return devices[index]
+        for d in devices:
+            if str(device).lower() in d.name.lower():
+                return d
+        names = ", ".join(d.name.strip() for d in devices)
+        raise ValueError(f"no OpenCL device name contains {device!r}; devices: {names}")
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    return (gpus or devices)[0]
+
+
+# kind -> (combining op, value NaNs are replaced by (nan-variants) or None)
+_REDUCTION_KINDS: dict[str, tuple[str, Any]] = {
+    "sum": ("add", None),
+    "prod": ("multiply", None),
+    "max": ("maximum", None),
+    "min": ("minimum", None),
+    "any": ("logical_or", None),
+    "all": ("logical_and", None),
+    "nansum": ("add", 0),
+    "nanprod": ("multiply", 1),
+    "nanmax": ("fmax", None),
+    "nanmin": ("fmin", None),
+}
+_NUMPY_REDUCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": numpy.sum,
+    "prod": numpy.prod,
+    "max": numpy.max,
+    "min": numpy.min,
+    "any": numpy.any,
+    "all": numpy.all,
+    "nansum": numpy.nansum,
+    "nanprod": numpy.nanprod,
+    "nanmax": numpy.nanmax,
+    "nanmin": numpy.nanmin,
+    "mean": numpy.mean,
+    "var": numpy.var,
+    "cumsum": numpy.cumsum,
+    "cumprod": numpy.cumprod,
+}
+_dtype_cache: dict[Any, numpy.dtype] = {}
+
+
+def _result_dtype(kind: str, dt: numpy.dtype, dtype: Any) -> numpy.dtype:
+    """NumPy's result dtype for a reduction, asked of NumPy itself on a one-element array."""
+    key = (kind, dt, None if dtype is None else numpy.dtype(dtype))
+    res = _dtype_cache.get(key)
+    if res is None:
+        kw = {} if dtype is None or kind in ("max", "min", "nanmax", "nanmin", "any", "all") else {"dtype": dtype}
+        res = numpy.asarray(_NUMPY_REDUCTIONS[kind](numpy.ones(1, dt), **kw)).dtype
+        if kind in ("any", "all"):
+            res = numpy.dtype(bool)
+        _dtype_cache[key] = res
+    return res
+
+
+def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> numpy.dtype:
+    key = ("ufunc.reduce", ufunc, dt, None if dtype is None else numpy.dtype(dtype))
+    res = _dtype_cache.get(key)
+    if res is None:
+        res = _dtype_cache[key] = ufunc.reduce(numpy.ones(1, dt), dtype=dtype).dtype
+    return res
+
+
+def _identity(op: str, dt: numpy.dtype) -> Any:
+    dt = numpy.dtype(dt)
+    if op == "add" or op == "logical_or" or op in ("bitwise_or", "bitwise_xor"):
+        return 0
+    if op in ("multiply", "logical_and"):
+        return 1
+    if dt.kind == "b":
+        return op in ("minimum", "fmin", "argmin")
+    if dt.kind == "f":
+        return -numpy.inf if op in ("maximum", "fmax", "argmax") else numpy.inf
+    info = numpy.iinfo(dt)
+    return info.min if op in ("maximum", "fmax", "argmax") else info.max
+
+
+def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, numpy.integer)) else tuple(axis)
+    out = []
+    for ax in axes:
+        ax = int(ax)
+        if not -ndim <= ax < ndim:
+            raise numpy.exceptions.AxisError(ax, ndim)
+        out.append(ax % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _all_int_key(key: Any, ndim: int) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return len(parts) == ndim and all(isinstance(p, (int, numpy.integer)) and not isinstance(p, bool) for p in parts)
+
+
+# byte-wise gather/scatter of whole rows: out[i] = src[idx[i]] (scatter: dst[idx[i]] = vals[i])
+_GATHER_SRC = """
+__kernel void npg_gather(__global char* a, long a_off, __global const char* b, long b_off,
+                         __global const long* idx, long row, long n, int scatter) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long r = i / row, c = i % row;
+  if (scatter) a[a_off + idx[r] * row + c] = b[b_off + i];
+  else a[a_off + i] = b[b_off + idx[r] * row + c];
+}
+"""
+_GATHER = codegen.KernelSource(_GATHER_SRC, "npg_gather", "opencl", (), False)
+_TILE = 16
+
+
+def _matmul_source(dt: numpy.dtype) -> codegen.KernelSource:
+    """C[b] = A[b] @ B[b] with TILE x TILE tiles in local memory (element strides, batch in dim 2)."""
+    t = "double" if dt == numpy.float64 else "float"
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if dt == numpy.float64 else ""
+    src = f"""#pragma OPENCL FP_CONTRACT OFF
+{pragma}#define TS {_TILE}
+__kernel void npg_matmul(__global const {t}* A, long ao, long ab, long a0, long a1,
+                         __global const {t}* B, long bo, long bb, long b0, long b1,
+                         __global {t}* C, long co, long cb, long c0, int M, int N, int K) {{
+  __local {t} As[TS][TS];
+  __local {t} Bs[TS][TS + 1];
+  int lx = get_local_id(0), ly = get_local_id(1);
+  int col = get_group_id(0) * TS + lx, row = get_group_id(1) * TS + ly;
+  long z = get_global_id(2);
+  A += ao + z * ab; B += bo + z * bb; C += co + z * cb;
+  {t} acc = 0;
+  for (int t0 = 0; t0 < K; t0 += TS) {{
+    As[ly][lx] = (row < M && t0 + lx < K) ? A[row * a0 + (t0 + lx) * a1] : 0;
+    Bs[ly][lx] = (t0 + ly < K && col < N) ? B[(t0 + ly) * b0 + col * b1] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int q = 0; q < TS; q++) acc += As[ly][q] * Bs[q][lx];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }}
+  if (row < M && col < N) C[row * c0 + col] = acc;
+}}
+"""
+    return codegen.KernelSource(src, "npg_matmul", "opencl", (), dt == numpy.float64)
+
+
+def _red(kind: str) -> Callable[..., Any]:
+    def impl(
+        self: OpenCLBackend,
+        a: CLArray,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = True,
+    ) -> Any:
+        return self.reduction(kind, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+    return impl
+
+
+def _minmax(kind: str) -> Callable[..., Any]:
+    def impl(
+        self: OpenCLBackend,
+        a: CLArray,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = True,
+    ) -> Any:
+        return self.reduction(kind, a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+
+    return impl
+
+
+def _logical(kind: str) -> Callable[..., Any]:
+    def impl(
+        self: OpenCLBackend, a: CLArray, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = True
+    ) -> Any:
+        return self.reduction(kind, a, axis=axis, out=out, keepdims=keepdims, where=where)
+
+    return impl
+
+
+def _arg(kind: str) -> Callable[..., Any]:
+    def impl(self: OpenCLBackend, a: CLArray, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return self.argreduce(kind, a, axis=axis, out=out, keepdims=keepdims)
+
+    return impl
+
+
+def _cum(kind: str) -> Callable[..., Any]:
+    def impl(self: OpenCLBackend, a: CLArray, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        return self.cumulative(kind, a, axis=axis, dtype=dtype, out=out)
+
+    return impl
+
+
+def _method(name: str) -> Callable[..., Any]:
+    def impl(self: OpenCLBackend, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self, name)(*args, **kwargs)
+
+    return impl
+
+
+def _fill(self: OpenCLBackend, a: CLArray, value: Any) -> None:
+    self.fill(a, value)
+
+
+_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    numpy.sum: _red("sum"),
+    numpy.prod: _red("prod"),
+    numpy.nansum: _red("nansum"),
+    numpy.nanprod: _red("nanprod"),
+    numpy.max: _minmax("max"),
+    numpy.min: _minmax("min"),
+    numpy.amax: _minmax("max"),
+    numpy.amin: _minmax("min"),
+    numpy.nanmax: _minmax("nanmax"),
+    numpy.nanmin: _minmax("nanmin"),
+    numpy.any: _logical("any"),
+    numpy.all: _logical("all"),
+    numpy.argmax: _arg("argmax"),
+    numpy.argmin: _arg("argmin"),
+    numpy.cumsum: _cum("cumsum"),
+    numpy.cumprod: _cum("cumprod"),
+    numpy.mean: _method("mean"),
+    numpy.var: _method("var"),
+    numpy.std: lambda self, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: self.var(
+        a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, _sqrt=True
+    ),
+    numpy.nanmean: lambda self, a, axis=None, dtype=None, out=None, keepdims=False: self.mean(
+        a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, _nan=True
+    ),
+    numpy.empty: _method("empty"),
+    numpy.zeros: _method("zeros"),
+    numpy.ones: _method("ones"),
+    numpy.full: _method("full"),
+    numpy.empty_like: _method("empty_like"),
+    numpy.zeros_like: _method("zeros_like"),
+    numpy.ones_like: _method("ones_like"),
+    numpy.full_like: _method("full_like"),
+    numpy.arange: _method("arange"),
+    numpy.linspace: _method("linspace"),
+    numpy.eye: _method("eye"),
+    numpy.identity: _method("identity"),
+    numpy.ndarray.astype: _method("astype"),
+    numpy.copy: _method("array_copy"),
+    numpy.ndarray.copy: _method("array_copy"),
+    numpy.ascontiguousarray: _method("ascontiguousarray"),
+    numpy.reshape: _method("reshape"),
+    numpy.ravel: _method("ravel"),
+    numpy.transpose: _method("transpose"),
+    numpy.concatenate: _method("concatenate"),
+    numpy.stack: _method("stack"),
+    numpy.where: _method("where"),
+    numpy.clip: _method("clip"),
+    numpy.ndarray.__getitem__: _method("getitem"),
+    numpy.ndarray.__setitem__: _method("setitem"),
+    numpy.ndarray.fill: _fill,
+    numpy.matmul: _method("matmul"),
+    numpy.dot: _method("dot"),
+    numpy.tensordot: _method("tensordot"),
+}
+OpenCLBackend.functions = _FUNCTIONS
+
+#: keyword arguments each function accepts here (anything else -> NumPy)
+_ALLOWED_KWARGS: dict[Callable[..., Any], frozenset[str]] = {}
+for _f, _impl in _FUNCTIONS.items():
+    _code = getattr(_impl, "__code__", None)
+    _ALLOWED_KWARGS[_f] = frozenset(_code.co_varnames[1 : _code.co_argcount]) if _code is not None else frozenset()
+_KW = {
+    numpy.mean: {"axis", "dtype", "out", "keepdims", "where"},
+    numpy.var: {"axis", "dtype", "out", "ddof", "keepdims"},
+    numpy.empty: {"dtype", "order"},
+    numpy.zeros: {"dtype", "order"},
+    numpy.ones: {"dtype", "order"},
+    numpy.full: {"dtype", "order"},
+    numpy.arange: {"dtype"},
+    numpy.linspace: {"num", "endpoint", "retstep", "dtype", "axis"},
+    numpy.eye: {"M", "k", "dtype", "order"},
+    numpy.identity: {"dtype"},
+    numpy.ndarray.astype: {"dtype", "order", "casting", "copy"},
+    numpy.copy: {"order", "subok"},
+    numpy.ndarray.copy: {"order"},
+    numpy.ascontiguousarray: {"dtype"},
+    numpy.reshape: {"shape", "order", "newshape"},
+    numpy.ravel: {"order"},
+    numpy.transpose: {"axes"},
+    numpy.concatenate: {"axis", "out", "dtype", "casting"},
+    numpy.stack: {"axis", "out", "dtype", "casting"},
+    numpy.where: set(),
+    numpy.clip: {"a_min", "a_max", "out", "min", "max"},
+    numpy.matmul: {"out"},
+    numpy.dot: {"out"},
+    numpy.tensordot: {"axes"},
+    numpy.ndarray.__getitem__: set(),
+    numpy.ndarray.__setitem__: set(),
+    numpy.ndarray.fill: set(),
+    numpy.empty_like: {"dtype", "order", "subok", "shape"},
+    numpy.zeros_like: {"dtype", "order", "subok", "shape"},
+    numpy.ones_like: {"dtype", "order", "subok", "shape"},
+    numpy.full_like: {"dtype", "order", "subok", "shape"},
+}
+for _f, _k in _KW.items():
+    _ALLOWED_KWARGS[_f] = frozenset(_k)
+_MATMUL_FUNCS = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
+_NEEDS_FLOAT = frozenset({numpy.nanmax, numpy.nanmin, numpy.nanmean})
+
+
+def _supports_function(
+    self: OpenCLBackend,
+    func: Callable[..., Any],
+    dtypes: tuple[numpy.dtype, ...],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> bool:
+    if func not in _FUNCTIONS or not self.supports_dtypes(dtypes):
+        return False
+    if set(kwargs) - _ALLOWED_KWARGS[func]:
+        return False
+    if any(isinstance(v, numpy.ndarray) for v in list(args) + list(kwargs.values())):
+        return False
+    for key in ("out", "where"):
+        v = kwargs.get(key)
+        if v is not None and v is not True and not _native_or_device(v):
+            return False
+    if "initial" in kwargs and kwargs["initial"] is not None and not isinstance(kwargs["initial"], (int, float, bool)):
+        return False
+    dts = [numpy.dtype(d) for d in dtypes if not isinstance(d, type)]
+    if any(not _table.is_supported_dtype(d) for d in dts):
+        return False
+    for key in ("dtype",):
+        if kwargs.get(key) is not None:
+            try:
+                dt = numpy.dtype(kwargs[key])
+            except TypeError:
+                return False
+            if not self.supports_dtypes((dt,)) or not _table.is_supported_dtype(dt):
+                return False
+    if func in _MATMUL_FUNCS:
+        return bool(dts) and all(d.kind == "f" for d in dts)
+    if func in _NEEDS_FLOAT and not all(d.kind == "f" for d in dts):
+        return False
+    if func in (numpy.mean, numpy.var, numpy.std, numpy.nanmean):
+        a = args[0] if args else None
+        if a is None or getattr(a, "size", 0) == 0 or kwargs.get("where", True) is not True:
+            return False
+        if kwargs.get("ddof", 0) >= a.size:
+            return False
+    if func in (numpy.ndarray.__getitem__, numpy.ndarray.__setitem__):
+        key = args[1] if len(args) > 1 else None
+        if not (_is_basic_key(key) or (_native_or_device(key) and key.dtype == numpy.bool_)):
+            return False
+        if func is numpy.ndarray.__setitem__ and len(args) > 2:
+            v = args[2]
+            if not (isinstance(v, (int, float, bool, numpy.generic)) or _native_or_device(v)):
+                return False
+    if func is numpy.where and len(args) != 3:
+        return False
+    if func in (numpy.reshape, numpy.ravel) and kwargs.get("order", "C") != "C":
+        return False
+    if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
+        return False
+    if func is numpy.clip and ("min" in kwargs or "max" in kwargs):
+        return False
+    return True
+
+
+def _call_function(self: OpenCLBackend, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return _FUNCTIONS[func](self, *args, **kwargs)
+
+
+OpenCLBackend.supports_function = _supports_function  # type: ignore[method-assign]
+OpenCLBackend.call_function = _call_function  # type: ignore[method-assign]
