@@ -29,6 +29,9 @@ MUTATES_FIRST = frozenset({numpy.copyto, numpy.put, numpy.place, numpy.putmask, 
 _METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, numpy.isrealobj, numpy.result_type,
                        numpy.min_scalar_type, numpy.can_cast, numpy.common_type, numpy.broadcast_shapes})
 _MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
+# Array construction from host data: NumPy builds the array, placement decides whether it moves.
+_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
+                           numpy.asfortranarray})
 
 
 def _proxy_tree(obj: Any) -> Any:
@@ -113,19 +116,22 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
     if func in _METADATA:
-        return func(*_proxy_tree(args), **kwargs)
+        return func(*(_proxy_tree(a) for a in args), **kwargs)
     if func in _MEMORY:
         return _memory_overlap(func, args, kwargs)
     state = _config.current()
     devices: list[DeviceArray] = []
     hosts: list[numpy.ndarray] = []
-    scan(args, devices, hosts)
+    for value in args:
+        scan(value, devices, hosts)
     for value in kwargs.values():
         scan(value, devices, hosts)
     mutated = _mutated(func, args, kwargs)
     backend = devices[0]._backend if devices else state.backend
     if backend is None or backend.is_host or not state.enabled:
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
+    if not devices and func in _CONSTRUCTORS:
+        return _construct(func, args, kwargs, backend, state)
     if not devices:
         if not _offload_host_call(func, args, kwargs, hosts, backend, state):
             _report.record(func, "host")
@@ -146,12 +152,22 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return wrap(result, backend, func)
 
 
+def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
+    host = func(*args, **kwargs)
+    if (isinstance(host, numpy.ndarray) and host.nbytes >= _placement.threshold_bytes(state)
+            and backend.supports_dtypes((host.dtype,))):
+        _report.record(func, "device")
+        return DeviceArray(upload(host, backend, func), backend)
+    _report.record(func, "host")
+    return host
+
+
 def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], hosts: list[numpy.ndarray],
                        backend: Any, state: _config.State) -> bool:
     limit = _placement.threshold_bytes(state)
     if func in backend.functions and func in _placement.CREATION_SIZE:
         nbytes, _ = _placement.creation_request(func, args, kwargs)
-        return nbytes >= limit and nbytes > 0
+        return nbytes >= limit and nbytes >= 0
     return bool(hosts) and func in backend.functions and sum(a.nbytes for a in hosts) >= limit
 
 
@@ -214,11 +230,12 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         out = None
     devices: list[DeviceArray] = []
     hosts: list[numpy.ndarray] = []
-    scan(inputs, devices, hosts)
+    for value in inputs:
+        scan(value, devices, hosts)
     out_devices: list[DeviceArray] = []
     out_hosts: list[numpy.ndarray] = []
-    if out is not None:
-        scan(out, out_devices, out_hosts)
+    for value in out or ():
+        scan(value, out_devices, out_hosts)
     mutated = list(out_devices)
     if method == "at" and inputs and isinstance(inputs[0], DeviceArray):
         mutated.append(inputs[0])

@@ -50,7 +50,7 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
     if record is not None:
         _report.record(key, record)
     copies: dict[int, tuple[DeviceArray, numpy.ndarray]] = {}
-    host_args = to_host_tree(args, copies)
+    host_args = tuple(to_host_tree(a, copies) for a in args)
     host_kwargs = to_host_tree(kwargs, copies)
     result = call(*host_args, **host_kwargs)
     for device in mutated:
@@ -89,7 +89,8 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> A
         return result
     if isinstance(result, numpy.ndarray) and result.dtype.kind in "biufc":
         devices: list[DeviceArray] = []
-        scan(args, devices, [])
+        for value in args:
+            scan(value, devices, [])
         if devices and result.nbytes >= _placement.threshold_bytes(state):
             backend = devices[0]._backend
             if backend.supports_dtypes((result.dtype,)):

@@ -69,11 +69,11 @@ CREATION_SIZE: dict[Callable[..., Any], tuple[Callable[[tuple[Any, ...], dict[st
 
 
 def creation_request(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, Any]:
-    """(bytes, dtype argument or None) that a creation function call asks for; (0, None) if unknown."""
+    """(bytes, dtype argument or None) that a creation function call asks for; (-1, None) if unknown."""
     size_of, dtype_index = CREATION_SIZE[func]
     try:
         n = size_of(args, kwargs)
     except TypeError:
-        return 0, None  # an argument NumPy will reject or interpret itself: leave it to NumPy
+        return -1, None  # an argument NumPy will reject or interpret itself: leave it to NumPy
     dtype = _arg(args, kwargs, dtype_index, "dtype") if dtype_index is not None else kwargs.get("dtype")
     return n * 8, dtype

@@ -1,0 +1,332 @@
+"""The differential suite: each body runs as NumPy and as npgpu on every backend available here."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+from npgpu.testing import differential
+
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOAT_DTYPES = ["float32", "float64"]
+ALL_DTYPES = ["bool", *INT_DTYPES, *FLOAT_DTYPES, "complex64", "complex128"]
+
+
+def _data(xp, dtype, shape=(4, 5), seed=0):
+    """Deterministic data of ``dtype`` made on the host, then handed to ``xp``."""
+    rng = numpy.random.default_rng(seed)
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        host = rng.random(shape) > 0.5
+    elif dt.kind in "iu":
+        info = numpy.iinfo(dt)
+        host = rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dt)
+    elif dt.kind == "c":
+        host = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+    else:
+        host = rng.standard_normal(shape).astype(dt) * 10
+    return xp.asarray(host)
+
+
+# -- elementwise -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@differential()
+def test_arithmetic(xp, dtype):
+    a, b = _data(xp, dtype, seed=1), _data(xp, dtype, seed=2)
+    if numpy.dtype(dtype).kind == "b":
+        return a & b, a | b, a ^ b, ~a
+    return a + b, a - b, a * b, -a, abs(a)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@differential()
+def test_integer_division_and_overflow(xp, dtype):
+    a, b = _data(xp, dtype, seed=3), _data(xp, dtype, seed=4)
+    b = xp.where(b == 0, 3, b).astype(dtype)
+    big = xp.full((3,), numpy.iinfo(dtype).max, dtype=dtype)
+    return a // b, a % b, big + xp.ones(3, dtype=dtype), a << 1, a >> 1, a & b, a | b
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@differential()
+def test_transcendental(xp, dtype):
+    a = _data(xp, dtype, seed=5)
+    pos = xp.abs(a) + 1
+    return xp.exp(a / 10), xp.log(pos), xp.sqrt(pos), xp.sin(a), xp.cos(a), xp.tanh(a / 10), xp.arctan2(a, pos)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@differential()
+def test_nan_inf(xp, dtype):
+    a = xp.asarray([0.0, -0.0, 1.0, -1.0, numpy.nan, numpy.inf, -numpy.inf], dtype=dtype)
+    with numpy.errstate(all="ignore"):
+        return (a / 0, xp.maximum(a, 0), xp.fmax(a, 0), xp.isnan(a), xp.isinf(a), xp.isfinite(a),
+                xp.signbit(a), xp.sign(a), xp.floor(a), xp.rint(a * 2.5))
+
+
+@differential()
+def test_nep50_scalar_promotion(xp):
+    i8 = xp.arange(5, dtype=xp.int8)
+    f32 = xp.arange(5, dtype=xp.float32)
+    return i8 + 3, i8 * 2.5, f32 + 1.0, f32 * 2, f32 + xp.float64(1), i8 + xp.int16(2), i8 > 1.5, f32 + 1j
+
+
+@differential()
+def test_python_int_out_of_range(xp):
+    return xp.arange(3, dtype=xp.int8) + 300
+
+
+@differential()
+def test_broadcasting(xp):
+    a = xp.arange(12.0).reshape(3, 4)
+    return a + xp.arange(4.0), a * xp.arange(3.0)[:, None], a[None, :, :] - a[:, None, :1]
+
+
+@differential()
+def test_broadcast_error(xp):
+    return xp.arange(3.0) + xp.arange(4.0)
+
+
+@differential()
+def test_no_loop_error(xp):
+    return xp.add(xp.arange(3.0), xp.asarray(["a", "b", "c"]))
+
+
+@differential()
+def test_casting_error_with_out(xp):
+    out = xp.zeros(3, dtype=xp.int32)
+    return xp.add(xp.arange(3), 1.5, out=out)
+
+
+@differential()
+def test_out_and_inplace(xp):
+    a = xp.arange(6.0)
+    out = xp.empty(6)
+    r = xp.multiply(a, 2, out=out)
+    same = r is out
+    a += 1
+    a *= a
+    b = xp.arange(6)
+    b //= 2
+    return a, out, same, b
+
+
+@differential()
+def test_casting_keyword(xp):
+    a = xp.arange(5, dtype=xp.int32)
+    out = xp.zeros(5, dtype=xp.int16)
+    return xp.add(a, a, out=out, casting="unsafe"), xp.add(a, a, dtype=xp.float32)
+
+
+@differential()
+def test_where_keyword(xp):
+    a = xp.arange(6.0)
+    out = xp.full(6, -1.0)
+    xp.add(a, 10, out=out, where=a > 2)
+    return out
+
+
+@differential()
+def test_multiple_outputs(xp):
+    a = xp.linspace(-3, 3, 7)
+    return xp.divmod(a, 2), xp.modf(a), xp.frexp(a)
+
+
+# -- views and in-place updates ---------------------------------------------------------------
+
+@differential()
+def test_view_shares_memory(xp):
+    a = xp.arange(10.0)
+    b = a[::2]
+    b += 1
+    c = a.reshape(2, 5)
+    c[1, :] = 0
+    return a, b, xp.shares_memory(a, b)
+
+
+@differential()
+def test_strided_transposed_negative(xp):
+    a = xp.arange(24.0).reshape(4, 6)
+    return a.T * 2, a[::-1, ::2] + 1, a[1:, 2:].sum(axis=0), xp.ascontiguousarray(a.T[::2])
+
+
+@differential()
+def test_setitem_forms(xp):
+    a = xp.zeros((4, 5))
+    a[1] = 1
+    a[:, 2] = xp.arange(4.0)
+    a[a > 0.5] = 7
+    a[[0, 3], [1, 4]] = -1
+    a[..., 0] += 2
+    return a
+
+
+@differential()
+def test_getitem_forms(xp):
+    a = xp.arange(30).reshape(5, 6)
+    return a[2], a[1:4, ::2], a[[0, 2, 4]], a[a % 3 == 0], a[:, None, 1], a[..., -1], a[-1, -1]
+
+
+@pytest.mark.parametrize("key", [10, (0, 7), -11])
+@differential()
+def test_index_out_of_range(xp, key):
+    a = xp.arange(20).reshape(10, 2)
+    return a[key]
+
+
+@differential()
+def test_fancy_index_out_of_range_leaves_array_intact(xp):
+    a = xp.arange(5)
+    try:
+        a[xp.asarray([1, 9])] = 0
+    except IndexError:
+        pass
+    return a, a[xp.asarray([0, 4, -1])]
+
+
+@differential()
+def test_bad_reshape(xp):
+    return xp.arange(10).reshape(3, 4)
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "uint16", "int64", "float32", "float64"])
+@differential(rtol=1e-4)
+def test_reductions(xp, dtype):
+    a = _data(xp, dtype, shape=(6, 7), seed=6)
+    return (a.sum(), a.sum(axis=0), a.prod(axis=1), a.min(), a.max(axis=0), a.argmin(), a.argmax(axis=1),
+            a.any(), a.all(axis=0), xp.cumsum(a, axis=1), a.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@differential(rtol=1e-4)
+def test_statistics(xp, dtype):
+    a = _data(xp, dtype, shape=(5, 8), seed=7)
+    return a.mean(), a.mean(axis=0), a.std(), a.var(axis=1, ddof=1), xp.median(a), xp.nansum(a), xp.ptp(a)
+
+
+@differential()
+def test_nan_reductions(xp):
+    a = xp.asarray([[1.0, numpy.nan, 3.0], [4.0, 5.0, numpy.nan]])
+    return a.max(), xp.nanmax(a), xp.nanmin(a, axis=1), xp.nanmean(a), xp.nanargmax(a, axis=0), a.sum()
+
+
+@differential()
+def test_empty_reduction_error(xp):
+    return xp.zeros(0).max()
+
+
+@differential()
+def test_ufunc_methods(xp):
+    a = xp.arange(1.0, 7.0).reshape(2, 3)
+    return (xp.add.reduce(a), xp.add.reduce(a, axis=1), xp.multiply.accumulate(a, axis=1),
+            xp.maximum.reduce(a, axis=None), xp.add.outer(xp.arange(3), xp.arange(4)),
+            xp.add.reduceat(xp.arange(8), [0, 4, 6]))
+
+
+@differential()
+def test_ufunc_at(xp):
+    a = xp.zeros(5)
+    xp.add.at(a, [0, 1, 1, 4], 1.0)
+    return a
+
+
+# -- zero-d, empty, creation -------------------------------------------------------------------
+
+@differential()
+def test_zero_d_and_empty(xp):
+    s = xp.asarray(3.5)
+    e = xp.zeros((0, 3))
+    return s * 2, s.ndim, e.sum(axis=0), e.shape, (e + 1).shape, xp.zeros(()) + 1
+
+
+@differential()
+def test_creation(xp):
+    return (xp.zeros((2, 3)), xp.ones(4, dtype=xp.int16), xp.full((2, 2), 7), xp.arange(0, 1, 0.25),
+            xp.linspace(0, 1, 5), xp.eye(3), xp.identity(2), xp.empty_like(xp.zeros(3)).shape,
+            xp.zeros_like(xp.arange(4)), xp.full_like(xp.arange(3.0), 2))
+
+
+@differential()
+def test_shape_functions(xp):
+    a = xp.arange(24).reshape(2, 3, 4)
+    return (xp.transpose(a, (2, 0, 1)), xp.swapaxes(a, 0, 2), xp.moveaxis(a, 0, -1), a.ravel(), a.flatten(),
+            xp.squeeze(a[:, :1]), xp.expand_dims(a, 0).shape, xp.concatenate([a, a], axis=1),
+            xp.stack([a, a]), xp.vstack([a[0], a[1]]), xp.split(a, 2, axis=2), xp.tile(a[0, 0], 2),
+            xp.repeat(a[0, 0], 2), xp.flip(a, 1), xp.roll(a, 1))
+
+
+@differential()
+def test_linear_algebra(xp):
+    a = xp.arange(1.0, 10.0).reshape(3, 3) + xp.eye(3) * 10
+    v = xp.arange(3.0)
+    return (a @ v, xp.dot(a, a), a.dot(v), xp.matmul(a[None], a), xp.tensordot(a, a, axes=1),
+            xp.linalg.inv(a), xp.linalg.solve(a, v), xp.linalg.norm(a), xp.linalg.det(a),
+            xp.einsum("ij,jk->ik", a, a), xp.outer(v, v), xp.trace(a))
+
+
+@differential()
+def test_fft(xp):
+    a = xp.sin(xp.linspace(0, 8, 16))
+    return xp.fft.fft(a), xp.fft.rfft(a), xp.fft.ifft(xp.fft.fft(a)).real
+
+
+@differential()
+def test_sort_search(xp):
+    a = xp.asarray([3, 1, 4, 1, 5, 9, 2, 6])
+    b = a.copy()
+    b.sort()
+    return xp.sort(a), xp.argsort(a, kind="stable"), b, xp.searchsorted(b, 4), xp.unique(a), xp.nonzero(a > 3)
+
+
+@differential()
+def test_where_clip_round(xp):
+    a = xp.linspace(-2, 2, 9)
+    return xp.where(a > 0, a, 0), xp.clip(a, -1, 1), a.clip(0, 0.5), xp.round(a * 1.37, 1), a.round()
+
+
+@differential()
+def test_astype_and_conversions(xp):
+    a = xp.linspace(-2.7, 2.7, 7)
+    return a.astype(xp.int32), a.astype("float32"), (a > 0).astype(int), a.astype(xp.complex64)
+
+
+@differential()
+def test_object_dtype_falls_back(xp):
+    a = xp.asarray([1, "a", None], dtype=object)
+    return a[:2], len(a)
+
+
+@differential()
+def test_mixed_host_device(xp):
+    host = numpy.arange(5.0)
+    dev = xp.arange(5.0)
+    return dev + host, host * dev, xp.concatenate([host, dev]), numpy.add(host, dev)
+
+
+@differential()
+def test_numpy_functions_on_device_arrays(xp):
+    # Code that calls numpy directly (e.g. inside a library) reaches __array_function__.
+    a = xp.arange(12.0).reshape(3, 4)
+    return numpy.mean(a, axis=0), numpy.sum(a), numpy.concatenate([a, a]), numpy.median(a)
+
+
+@differential()
+def test_scalar_conversions(xp):
+    a = xp.arange(5)
+    return float(a[2]), int(a.sum()), bool(a[1]), a[3].item(), a.tolist(), list(range(10))[a[2]], complex(a[1])
+
+
+@differential()
+def test_ambiguous_truth_value(xp):
+    return bool(xp.arange(3))
+
+
+@differential()
+def test_random_shapes(xp):
+    xp.random.seed(0)
+    r = xp.random.rand(3, 4)
+    g = xp.random.default_rng(1)
+    return r.shape, r.dtype, g.random(5).shape, g.standard_normal((2, 2)).dtype, xp.random.randint(0, 5, 10).dtype
