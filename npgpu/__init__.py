@@ -60,11 +60,20 @@ def routed_functions(backend: str = "cupy") -> list[str]:
         names.append(prefix + (qualname if qualname.startswith("ndarray.") else func.__name__))
     for name in dir(_numpy):
         uf = getattr(_numpy, name)
-        if isinstance(uf, _numpy.ufunc) and name == uf.__name__ and instance.supports_ufunc(
-            uf, "__call__", tuple(_numpy.dtype(t) for t in uf.types[-1].replace("->", "")), {}
-        ):
+        if isinstance(uf, _numpy.ufunc) and name == uf.__name__ and _routes_ufunc(instance, uf):
             names.append(name)
     return sorted(set(names))
+
+
+def _routes_ufunc(backend: Any, uf: _numpy.ufunc) -> bool:
+    """Whether ``backend`` runs ``uf`` for float64 or int64 operands (the common case)."""
+    for kind in (_numpy.float64, _numpy.int64, _numpy.bool_):
+        try:
+            loop = uf.resolve_dtypes((_numpy.dtype(kind),) * uf.nin + (None,) * uf.nout)
+        except TypeError:  # NumPy has no loop for this kind; try the next
+            continue
+        return bool(backend.supports_ufunc(uf, "__call__", tuple(loop), {}))
+    return False
 
 
 def __getattr__(name: str) -> Any:

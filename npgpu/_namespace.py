@@ -114,8 +114,14 @@ class Ufunc:
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}'>"
 
-    def __reduce__(self) -> str:
-        return self.__name__  # pickled by name, like NumPy's ufuncs
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return _ufunc_by_name, (self.__name__,)  # by name, like NumPy's ufuncs
+
+
+def _ufunc_by_name(name: str) -> Any:
+    import npgpu
+
+    return getattr(npgpu, name)
 
 
 def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:

@@ -1,0 +1,141 @@
+"""The device array behaves like ndarray for the code that uses one (on every device backend)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy
+import pytest
+
+import npgpu
+from npgpu.testing import backend_context
+
+
+@pytest.fixture
+def on(device_backend):
+    with backend_context(device_backend):
+        yield device_backend
+
+
+def test_attributes(on):
+    host = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4)
+    a = npgpu.asarray(host)
+    assert isinstance(a, npgpu.DeviceArray)
+    assert (a.shape, a.dtype, a.ndim, a.size, a.itemsize, a.nbytes) == (
+        host.shape, host.dtype, host.ndim, host.size, host.itemsize, host.nbytes)
+    assert a.strides == host.strides
+    assert a.T.shape == (4, 3, 2)
+    assert a.flags["C_CONTIGUOUS"] and not a.T.flags.c_contiguous and a.T.flags.f_contiguous
+    assert len(a) == 2
+    assert [r.shape for r in a] == [(3, 4), (3, 4)]
+
+
+def test_complex_parts(on):
+    z = npgpu.asarray(numpy.array([1 + 2j, 3 - 4j]))
+    numpy.testing.assert_array_equal(npgpu.asnumpy(z.real), [1, 3])
+    numpy.testing.assert_array_equal(npgpu.asnumpy(z.imag), [2, -4])
+
+
+def test_repr_and_str_match_numpy(on):
+    host = numpy.linspace(0, 1, 7).reshape(7, 1)
+    a = npgpu.asarray(host)
+    assert repr(a) == repr(host)
+    assert str(a) == str(host)
+    assert repr(a.sum()) == repr(host.sum())
+    assert str(a.max()) == str(host.max())
+    assert f"{a[2, 0]:.3f}" == f"{host[2, 0]:.3f}"
+
+
+def test_pickling_by_value(on):
+    a = npgpu.arange(6.0).reshape(2, 3)
+    b = pickle.loads(pickle.dumps(a))
+    assert type(b) is type(a) and b.dtype == a.dtype
+    numpy.testing.assert_array_equal(npgpu.asnumpy(b), npgpu.asnumpy(a))
+    b[0, 0] = 99
+    assert float(a[0, 0]) == 0.0
+    c = copy.deepcopy(a)
+    c += 1
+    assert float(a[1, 2]) == 5.0
+
+
+def test_array_protocol(on):
+    a = npgpu.arange(4)
+    host = numpy.asarray(a)
+    assert type(host) is numpy.ndarray
+    numpy.testing.assert_array_equal(host, [0, 1, 2, 3])
+    assert numpy.asarray(a, dtype=numpy.float32).dtype == numpy.float32
+    with pytest.raises(ValueError, match="without a copy"):
+        numpy.asarray(a, copy=False)
+    assert a.__array_namespace__() is npgpu
+
+
+def test_views_write_through(on):
+    a = npgpu.zeros((4, 4))
+    row = a[1]
+    row += 3
+    col = a[:, 2]
+    col[...] = 7
+    a.T[0, 3] = -1
+    expected = numpy.zeros((4, 4))
+    expected[1] += 3
+    expected[:, 2] = 7
+    expected.T[0, 3] = -1
+    numpy.testing.assert_array_equal(npgpu.asnumpy(a), expected)
+
+
+def test_fill_sort_item_tolist(on):
+    a = npgpu.asarray(numpy.array([3.0, 1.0, 2.0]))
+    a.sort()
+    assert a.tolist() == [1.0, 2.0, 3.0]
+    assert a.item(1) == 2.0 and isinstance(a.item(1), float)
+    a.fill(5)
+    assert a.tolist() == [5.0, 5.0, 5.0]
+    b = npgpu.arange(6).reshape(2, 3)
+    assert b.item(4) == 4 and b.item((1, 0)) == 3
+
+
+def test_errors_leave_arrays_intact(on):
+    a = npgpu.arange(5.0)
+    with pytest.raises(IndexError):
+        a[7] = 1.0
+    with pytest.raises(ValueError):
+        a[:3] = npgpu.arange(4.0)
+    with pytest.raises(IndexError):
+        a[npgpu.asarray(numpy.array([0, 5]))] = 2.0
+    with pytest.raises(TypeError):
+        a + "text"
+    numpy.testing.assert_array_equal(npgpu.asnumpy(a), numpy.arange(5.0))
+    assert (a + 1).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_scalar_protocols(on):
+    a = npgpu.arange(5)
+    assert int(a[3]) == 3 and float(a[2]) == 2.0 and bool(a[0]) is False
+    assert [10, 20, 30][a[1]] == 20
+    with pytest.raises(TypeError, match="only integer scalar arrays"):
+        [1, 2][npgpu.asarray(numpy.array([1.5]))[0]]
+    with pytest.raises(TypeError, match="len"):
+        len(a.sum())
+    assert 3 in a and 7 not in a
+
+
+def test_dlpack_roundtrip_when_native_supports_it(on):
+    a = npgpu.arange(4.0)
+    if not hasattr(a._native, "__dlpack__"):
+        pytest.skip(f"{on} natives have no DLPack support")
+    if on == "cupy":
+        import cupy
+
+        assert cupy.from_dlpack(a).tolist() == [0.0, 1.0, 2.0, 3.0]
+    else:
+        assert numpy.from_dlpack(a).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_device_arrays_after_disable_come_back_as_numpy(on):
+    a = npgpu.arange(4.0)
+    with npgpu.disable():
+        b = a * 2
+        c = npgpu.sum(a)
+    assert type(b) is numpy.ndarray and b.tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert c == 6.0

@@ -1,0 +1,98 @@
+"""npgpu's namespace mirrors NumPy's, is NumPy while off, and imports no GPU library."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+import npgpu
+
+
+@pytest.mark.parametrize("module", ["", "linalg", "fft", "random"])
+def test_every_public_numpy_name_resolves(module):
+    source = getattr(numpy, module) if module else numpy
+    target = getattr(npgpu, module) if module else npgpu
+    missing = [name for name in dir(source) if not name.startswith("_") and not hasattr(target, name)]
+    assert missing == []
+
+
+def test_types_dtypes_and_constants_are_numpys_own():
+    assert npgpu.float32 is numpy.float32
+    assert npgpu.dtype is numpy.dtype
+    assert npgpu.int64 is numpy.int64
+    assert npgpu.pi is numpy.pi and npgpu.e is numpy.e
+    assert npgpu.newaxis is None is numpy.newaxis
+    assert npgpu.inf == numpy.inf and npgpu.nan is numpy.nan
+    assert npgpu.linalg.LinAlgError is numpy.linalg.LinAlgError
+    assert npgpu.errstate is numpy.errstate
+
+
+def test_isinstance_ndarray_and_ufunc():
+    assert isinstance(numpy.arange(3), npgpu.ndarray)
+    with npgpu.enable("emulated", threshold=0):
+        device = npgpu.arange(3)
+    assert type(device) is npgpu.DeviceArray
+    assert isinstance(device, npgpu.ndarray)
+    assert not isinstance([1, 2], npgpu.ndarray)
+    assert isinstance(npgpu.sin, npgpu.ufunc) and isinstance(numpy.sin, npgpu.ufunc)
+    assert npgpu.add.nin == 2 and npgpu.add.identity == 0 and repr(npgpu.add) == "<ufunc 'add'>"
+    assert type(npgpu.ndarray((2, 3))) is numpy.ndarray
+
+
+def test_off_returns_exactly_what_numpy_returns():
+    cases = [
+        lambda xp: xp.arange(10) * 2,
+        lambda xp: xp.sum(xp.ones((3, 4)), axis=0),
+        lambda xp: xp.sin(xp.linspace(0, 1, 5)),
+        lambda xp: xp.float32(2) * xp.arange(3, dtype=xp.float32),
+        lambda xp: xp.add.reduce(xp.arange(5)),
+        lambda xp: xp.linalg.norm(xp.arange(4.0)),
+        lambda xp: xp.fft.fft(xp.arange(4.0)),
+        lambda xp: xp.mean(xp.arange(4)),
+    ]
+    assert npgpu.current_backend() is None
+    for case in cases:
+        expected, actual = case(numpy), case(npgpu)
+        assert type(actual) is type(expected)
+        assert numpy.asarray(actual).dtype == numpy.asarray(expected).dtype
+        numpy.testing.assert_array_equal(actual, expected)
+
+
+def _fresh_python(code: str, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NPGPU_")}
+    environment.update(env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
+    return done.stdout.strip()
+
+
+def test_import_imports_no_gpu_library():
+    code = "import sys, npgpu; print(sorted(m for m in ('cupy', 'pyopencl') if m in sys.modules))"
+    assert _fresh_python(code) == "[]"
+
+
+def test_environment_variable_enables_a_backend_at_import():
+    code = "import npgpu; print(npgpu.current_backend())"
+    assert _fresh_python(code, NPGPU_BACKEND="numpy") == "numpy"
+    assert _fresh_python(code) == "None"
+
+
+def test_unknown_backend_in_environment_is_a_clear_error():
+    with pytest.raises(subprocess.CalledProcessError) as info:
+        _fresh_python("import npgpu", NPGPU_BACKEND="nosuch")
+    assert "unknown npgpu backend 'nosuch'" in info.value.stderr
+
+
+def test_star_import_gives_numpys_names():
+    namespace: dict[str, object] = {}
+    exec("from npgpu import *", namespace)
+    assert "concatenate" in namespace and "float64" in namespace and "enable" in namespace
+
+
+def test_pickled_ufunc_is_the_same_ufunc():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(npgpu.sin)) is npgpu.sin
