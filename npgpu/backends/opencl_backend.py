@@ -465,9 +465,8 @@ class OpenCLBackend(Backend):
         for o in outs:
             if o is not None:
                 if numpy.broadcast_shapes(shape, o.shape) != o.shape:
-                    raise ValueError(
-                        f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast shape {shape}"
-                    )
+                    msg = f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast shape"
+                    raise ValueError(f"{msg} {shape}")
                 shape = o.shape
         if isinstance(where, CLArray):
             shape = numpy.broadcast_shapes(shape, where.shape) if all(o is None for o in outs) else shape
@@ -1269,12 +1268,14 @@ def _comparison_loop(
 ) -> tuple[tuple[numpy.dtype, ...], tuple[Any, ...]]:
     """NumPy compares out-of-range Python ints exactly (uint8 array < -1); widen the loop."""
     changed = list(types)
+    widened = False
     for i, x in enumerate(inputs):
         if isinstance(x, int) and not isinstance(x, bool) and loop[i].kind in "iu":
             info = numpy.iinfo(loop[i])
             if not info.min <= x <= info.max:
                 changed[i] = numpy.dtype(numpy.int64) if -(2**63) <= x < 2**63 else numpy.dtype(numpy.uint64)
-    if changed == list(types):
+                widened = True
+    if not widened:  # (dtype == int is True in NumPy: compare by flag, not by value)
         return loop, types
     return tuple(ufunc.resolve_dtypes(tuple(changed) + (None,))), tuple(changed)
 

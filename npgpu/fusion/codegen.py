@@ -388,6 +388,7 @@ def scan(
     sig.index("dst_st")
     idx = sig.idx
     act = _table.ctype(acc_dtype)
+    ict = _table.ctype(in_dtype)
     body = [f"{idx} g = {sig.gid()};", "if (g >= m) return;", f"{idx} r = g;"]
     for d in range(outer_ndim - 1, -1, -1):
         body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
@@ -399,7 +400,7 @@ def scan(
     body += [
         f"{act} acc = {'0' if op == 'add' else '1'};",
         f"for ({idx} i = 0; i < n; i++) {{",
-        f"  {_table.ctype(in_dtype)} x = *{_ptr_cast(dialect, _table.ctype(in_dtype), True)}(src + src_a + i * src_st);",
+        f"  {ict} x = *{_ptr_cast(dialect, ict, True)}(src + src_a + i * src_st);",
         f"  {act} v = ({act}){conv};",
         f"  acc = {combine};",
         f"  *{_ptr_cast(dialect, act, False)}(dst + dst_a + i * dst_st) = acc;",

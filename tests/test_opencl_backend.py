@@ -1,0 +1,253 @@
+"""OpenCL backend against NumPy: elementwise ufuncs for every dtype, views, out=/where=, no-fp64 devices.
+
+Runs on any OpenCL device; on machines without a GPU, PoCL's CPU device.
+"""
+
+import numpy
+import pytest
+
+pytest.importorskip("pyopencl")
+
+from npgpu.backends.opencl_backend import CLArray, OpenCLBackend  # noqa: E402
+from npgpu.fusion import codegen, ir  # noqa: E402
+from npgpu.fusion import ufuncs as table  # noqa: E402
+
+pytestmark = pytest.mark.opencl
+
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOATS = ["float32", "float64"]
+ALL = ["bool"] + INTS + FLOATS
+
+
+@pytest.fixture(scope="module")
+def cl():
+    reason = OpenCLBackend.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return OpenCLBackend()
+
+
+def sample(dtype, shape=(5, 7), seed=0):
+    rng = numpy.random.default_rng(seed)
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind in "iu":
+        info = numpy.iinfo(dt)
+        lo, hi = max(info.min, -120), min(info.max, 120)
+        return rng.integers(lo, hi, shape, endpoint=True).astype(dt)
+    x = (rng.normal(size=shape) * 4).astype(dt)
+    x.flat[::11] = 0
+    return x
+
+
+def check(got, ref, exact=False):
+    ref = numpy.asarray(ref)
+    got = numpy.asarray(got)
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    assert got.shape == ref.shape
+    if exact or ref.dtype.kind in "biu":
+        numpy.testing.assert_array_equal(got, ref)
+    else:
+        rtol = 1e-13 if ref.dtype == numpy.float64 else 2e-6
+        numpy.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol * 4, equal_nan=True)
+
+
+def run(cl, ufunc, *ops, **kw):
+    dev = [cl.from_host(o) if isinstance(o, numpy.ndarray) else o for o in ops]
+    res = cl.call_ufunc(ufunc, "__call__", tuple(dev), kw)
+    if isinstance(res, tuple):
+        return tuple(cl.to_host(r) for r in res)
+    return cl.to_host(res)
+
+
+BINARY = [numpy.add, numpy.subtract, numpy.multiply, numpy.floor_divide, numpy.remainder, numpy.fmod, numpy.maximum,
+          numpy.minimum, numpy.equal, numpy.less, numpy.greater_equal, numpy.bitwise_and, numpy.bitwise_xor,
+          numpy.logical_and, numpy.logical_xor, numpy.true_divide, numpy.power, numpy.left_shift, numpy.right_shift,
+          numpy.copysign, numpy.arctan2, numpy.fmax, numpy.fmin, numpy.gcd]
+UNARY = [numpy.negative, numpy.absolute, numpy.sign, numpy.invert, numpy.logical_not, numpy.isnan, numpy.isinf,
+         numpy.isfinite, numpy.signbit, numpy.sqrt, numpy.exp, numpy.log1p, numpy.sin, numpy.tanh, numpy.rint,
+         numpy.floor, numpy.square, numpy.cbrt, numpy.arcsinh, numpy.expm1]
+
+
+def _numpy_or_error(ufunc, *ops):
+    with numpy.errstate(all="ignore"):
+        try:
+            return ufunc(*ops), None
+        except (TypeError, ValueError) as exc:
+            return None, type(exc)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_binary_every_dtype(cl, dtype):
+    a, b = sample(dtype, seed=1), sample(dtype, seed=2)
+    if numpy.dtype(dtype).kind in "iu":
+        b = numpy.where(b == 0, 3, b).astype(dtype)  # keep one zero divisor below
+        b.flat[0] = 0
+    for uf in BINARY:
+        bb = numpy.abs(b) % 9 if uf in (numpy.power, numpy.left_shift, numpy.right_shift) else b
+        if uf in (numpy.power, numpy.left_shift, numpy.right_shift) and numpy.dtype(dtype).kind in "iu":
+            bb = bb.astype(dtype)
+        ref, err = _numpy_or_error(uf, a, bb)
+        loop = uf.resolve_dtypes((a.dtype, bb.dtype, None)) if err is None else None
+        if err is not None or not table.supports_loop(uf, loop):
+            assert err is not None or not cl.supports_ufunc(uf, "__call__", loop, {})
+            continue
+        check(run(cl, uf, a, bb), ref, exact=uf.__name__ in table.EXACT)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_unary_every_dtype(cl, dtype):
+    a = sample(dtype)
+    for uf in UNARY:
+        ref, err = _numpy_or_error(uf, a)
+        if err is not None or not table.supports_loop(uf, uf.resolve_dtypes((a.dtype, None))):
+            continue
+        check(run(cl, uf, a), ref, exact=uf.__name__ in table.EXACT)
+
+
+def test_integer_semantics(cl):
+    a = numpy.array([-128, -7, 7, 0, 127, -1, 5], numpy.int8)
+    b = numpy.array([-1, 2, -2, 0, 0, -1, 0], numpy.int8)
+    for uf in (numpy.floor_divide, numpy.remainder, numpy.fmod, numpy.add, numpy.multiply, numpy.subtract):
+        with numpy.errstate(all="ignore"):
+            check(run(cl, uf, a, b), uf(a, b))
+    q, r = run(cl, numpy.divmod, a, b)
+    with numpy.errstate(all="ignore"):
+        check(q, a // b)
+        check(r, a % b)
+    check(run(cl, numpy.power, numpy.array([2, 3, -2], numpy.int8), numpy.array([10, 3, 7], numpy.int8)),
+          numpy.power(numpy.array([2, 3, -2], numpy.int8), numpy.array([10, 3, 7], numpy.int8)))
+    with pytest.raises(ValueError):
+        run(cl, numpy.power, a, numpy.array([1, -1, 1, 1, 1, 1, 1], numpy.int8))
+    big = numpy.array([2**63 - 1, -(2**63)], numpy.int64)
+    check(run(cl, numpy.add, big, big), big + big)
+
+
+def test_float_special_values(cl):
+    x = numpy.array([numpy.nan, 1.0, -0.0, numpy.inf, -numpy.inf, 2.5, -2.5, 0.5, 1.5])
+    y = numpy.array([1.0, numpy.nan, 0.0, 0.0, 3.0, -0.0, 2.0, -1.5, numpy.inf])
+    for uf in (numpy.maximum, numpy.minimum, numpy.fmax, numpy.fmin, numpy.floor_divide, numpy.remainder,
+               numpy.copysign, numpy.heaviside, numpy.nextafter, numpy.logaddexp):
+        with numpy.errstate(all="ignore"):
+            ref = uf(x, y)
+        check(run(cl, uf, x, y), ref, exact=uf is not numpy.logaddexp)
+    for uf in (numpy.rint, numpy.sign, numpy.isnan, numpy.isinf, numpy.isfinite, numpy.signbit, numpy.trunc):
+        check(run(cl, uf, x), uf(x), exact=True)
+
+
+def test_scalars_are_weak_and_arguments(cl):
+    a = sample("int8")
+    check(run(cl, numpy.add, a, 3), a + 3)
+    check(run(cl, numpy.multiply, 2.5, a), 2.5 * a)
+    check(run(cl, numpy.add, sample("float32"), 1e-3), sample("float32") + 1e-3)
+    check(run(cl, numpy.add, a, numpy.int64(3)), a + numpy.int64(3))
+    check(run(cl, numpy.less, sample("uint8"), -1), sample("uint8") < -1)
+    with pytest.raises(OverflowError):
+        run(cl, numpy.add, a, 300)
+    n0 = cl.kernels_built
+    for v in range(5):  # a new scalar value is a new argument, not a new kernel
+        check(run(cl, numpy.add, a, v), a + v)
+    assert cl.kernels_built == n0
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_views_strides_offsets_broadcasting(cl, dtype):
+    base = sample(dtype, shape=(6, 8, 5))
+    d = cl.from_host(base)
+    views = [
+        (slice(None, None, -1), slice(1, None, 2), 3),
+        (Ellipsis, slice(None, None, -2)),
+        (2, slice(None), slice(1, 4)),
+        (slice(1, 5), None, slice(None), 0),
+    ]
+    for key in views:
+        check(cl.to_host(cl.getitem(d, key)), base[key])
+        check(cl.to_host(cl.call_ufunc(numpy.add, "__call__", (cl.getitem(d, key), 1), {})), base[key] + 1)
+    t = cl.transpose(d, (2, 0, 1))
+    check(cl.to_host(t), base.transpose(2, 0, 1))
+    row8 = cl.getitem(d, (0, slice(None), 0))  # a strided view broadcast along two axes
+    check(cl.to_host(cl.call_ufunc(numpy.multiply, "__call__", (t, row8), {})), base.transpose(2, 0, 1) * base[0, :, 0])
+    col = cl.from_host(base[:, :1, 0])
+    row = cl.from_host(base[0, :, 0])
+    check(cl.to_host(cl.call_ufunc(numpy.subtract, "__call__", (col, row), {})), base[:, :1, 0] - base[0, :, 0])
+
+
+def test_out_where_casting(cl):
+    a, b = sample("float32"), sample("float32", seed=3)
+    out = cl.from_host(numpy.zeros((5, 7), numpy.float64))
+    cl.call_ufunc(numpy.add, "__call__", (cl.from_host(a), cl.from_host(b)), {"out": (out,)})
+    check(cl.to_host(out), (a + b).astype(numpy.float64))
+    mask = a > 0
+    o = numpy.full((5, 7), -9.0, numpy.float32)
+    dev_o = cl.from_host(o)
+    cl.call_ufunc(numpy.multiply, "__call__", (cl.from_host(a), 2.0), {"out": (dev_o,), "where": cl.from_host(mask)})
+    numpy.multiply(a, 2.0, out=o, where=mask)
+    check(cl.to_host(dev_o), o)
+    check(run(cl, numpy.add, sample("int8"), sample("int8"), dtype=numpy.int16),
+          numpy.add(sample("int8"), sample("int8"), dtype=numpy.int16))
+    with pytest.raises(TypeError):
+        cl.call_ufunc(numpy.add, "__call__", (cl.from_host(a), cl.from_host(b)),
+                      {"out": (cl.from_host(numpy.zeros((5, 7), numpy.int32)),)})
+    # in place on an overlapping view: NumPy semantics (as if the input were copied)
+    x = numpy.arange(10.0)
+    dx = cl.from_host(x)
+    cl.call_ufunc(numpy.add, "__call__", (cl.getitem(dx, slice(None, -1)), cl.getitem(dx, slice(1, None))),
+                  {"out": (cl.getitem(dx, slice(1, None)),)})
+    numpy.add(x[:-1], x[1:], out=x[1:])
+    check(cl.to_host(dx), x)
+
+
+def test_without_fp64_float64_is_refused(cl):
+    no64 = OpenCLBackend(fp64=False)
+    f8 = numpy.dtype(numpy.float64)
+    assert not no64.supports_dtypes((f8,))
+    assert not no64.supports_ufunc(numpy.add, "__call__", (f8, f8, f8), {})
+    assert no64.supports_ufunc(numpy.add, "__call__", (numpy.dtype("f4"),) * 3, {})
+    assert not no64.supports_function(numpy.sum, (f8,), (None,), {})
+    i4 = numpy.dtype(numpy.int32)
+    assert not no64.supports_ufunc(numpy.true_divide, "__call__", numpy.true_divide.resolve_dtypes((i4, i4, None)), {})
+    assert no64.describe()["fp64"] is False
+
+
+def test_unsupported_says_no(cl):
+    c16 = numpy.dtype(numpy.complex128)
+    assert not cl.supports_ufunc(numpy.add, "__call__", (c16, c16, c16), {})
+    f8 = numpy.dtype(numpy.float64)
+    assert not cl.supports_ufunc(numpy.add, "__call__", (f8, f8, f8), {"order": "F"})
+    assert not cl.supports_ufunc(numpy.add, "accumulate", (f8,), {})
+    assert not cl.supports_function(numpy.sum, (f8,), (None,), {"bogus": 1})
+
+
+def test_generated_source_and_cuda_dialect():
+    b = ir.GraphBuilder()
+    x, y = b.input(numpy.float32), b.input(numpy.float32)
+    s = b.scalar(numpy.float32)
+    (t,) = b.apply(numpy.multiply, (numpy.dtype("f4"),) * 3, x, y)
+    (u,) = b.apply(numpy.add, (numpy.dtype("f4"),) * 3, t, s)
+    (v,) = b.apply(numpy.sin, (numpy.dtype("f4"),) * 2, u)
+    g = b.build([v])
+    src = codegen.elementwise(g, codegen.Layout(1, True), "opencl").source
+    assert src.startswith("#pragma OPENCL FP_CONTRACT OFF") and "cl_khr_fp64" not in src
+    cuda = codegen.elementwise(g, codegen.Layout(2, False), "cuda")
+    assert 'extern "C" __global__ void' in cuda.source and "sinf(" in cuda.source and "__global " not in cuda.source
+    assert [k for k, _ in cuda.args].count("scalar") == 1
+    assert g == b.build([v]) and hash(g) == hash(b.build([v]))  # structural cache key
+
+
+def test_kernel_cache_is_bounded(cl, monkeypatch):
+    import npgpu.backends.opencl_backend as mod
+
+    monkeypatch.setattr(mod, "KERNEL_CACHE_SIZE", 2)
+    a = sample("float32")
+    for uf in (numpy.sin, numpy.cos, numpy.exp):
+        run(cl, uf, a)
+    assert len(cl._kernels) <= 2
+
+
+def test_device_choice_and_describe():
+    info = OpenCLBackend(device=0).describe()
+    assert {"device", "vendor", "memory_bytes", "fp64", "compute_units"} <= set(info)
+    with pytest.raises(ValueError):
+        OpenCLBackend(device="no-such-device-name")
+    assert isinstance(OpenCLBackend().from_host(numpy.zeros(3)), CLArray)
