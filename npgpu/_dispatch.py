@@ -154,7 +154,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
     host = func(*args, **kwargs)
-    if (isinstance(host, numpy.ndarray) and host.nbytes >= _placement.threshold_bytes(state)
+    if (isinstance(host, numpy.ndarray) and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
         _report.record(func, "device")
         return DeviceArray(upload(host, backend, func), backend)
@@ -164,10 +164,10 @@ def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend
 
 def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], hosts: list[numpy.ndarray],
                        backend: Any, state: _config.State) -> bool:
-    limit = _placement.threshold_bytes(state)
     if func in backend.functions and func in _placement.CREATION_SIZE:
         nbytes, _ = _placement.creation_request(func, args, kwargs)
-        return nbytes >= limit and nbytes >= 0
+        return nbytes >= _placement.threshold_bytes(state) and nbytes >= 0
+    limit = _placement.upload_threshold_bytes(state)
     return bool(hosts) and func in backend.functions and sum(a.nbytes for a in hosts) >= limit
 
 
@@ -212,9 +212,75 @@ def _check_python_ints(inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...]) -
                 raise OverflowError(f"Python integer {x} out of bounds for {dt}")
 
 
+# (ufunc, operand dtypes or weak scalar types, backend) -> (loop dtypes, backend supports it)
+_LOOPS: dict[tuple[Any, ...], tuple[tuple[numpy.dtype, ...], bool]] = {}
+_WEAK = (int, float, complex, bool)
+
+
+def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
+    """The common case, kept short: device arrays and Python/NumPy scalars, no keywords.
+
+    Returns NotImplemented when the general path must decide.
+    """
+    backend = None
+    key: list[Any] = [uf]
+    shape = None
+    same_shape = True
+    for x in inputs:
+        if type(x) is DeviceArray:
+            if backend is None:
+                backend = x._backend
+            elif x._backend is not backend:
+                return NotImplemented
+            native = x._native
+            key.append(native.dtype)
+            if shape is None:
+                shape = native.shape
+            elif native.shape != shape:
+                same_shape = False
+        elif type(x) in _WEAK:
+            key.append(type(x))
+        elif isinstance(x, numpy.generic):
+            key.append(x.dtype)
+        else:
+            return NotImplemented
+    if backend is None:
+        return NotImplemented
+    key.append(backend)
+    cache_key = tuple(key)
+    cached = _LOOPS.get(cache_key)
+    if cached is None:
+        loop = tuple(uf.resolve_dtypes(tuple(key[1:-1]) + (None,) * uf.nout))
+        cached = _LOOPS[cache_key] = (loop, bool(backend.supports_ufunc(uf, "__call__", loop, {})))
+    loop, supported = cached
+    if not supported:
+        return NotImplemented
+    if int in key:
+        _check_python_ints(inputs, loop)
+    if not same_shape:
+        _broadcast_check(inputs)
+    natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
+    result = backend.call_ufunc(uf, "__call__", natives, {})
+    _report.record(uf, "device")
+    return wrap(result, backend, uf)
+
+
+def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
+    shapes = [x.shape if isinstance(x, (DeviceArray, numpy.ndarray)) else numpy.shape(x) for x in inputs]
+    try:
+        return numpy.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = " ".join(str(s) for s in shapes)
+        raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
+
+
 def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs."""
     state = _config.current()
+    if method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin:
+        result = _fast_call(uf, inputs)
+        if result is not NotImplemented:
+            return result
     call = uf if method == "__call__" else getattr(uf, method)
     if method == "__call__" and len(inputs) > uf.nin:  # outputs given positionally
         if "out" in kwargs:
@@ -244,7 +310,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         record = "host" if devices or out_devices or state.enabled else None
         return run_on_host(uf, call, inputs, kwargs, mutated, record=record)
     if not devices and not out_devices:
-        limit = _placement.threshold_bytes(state)
+        limit = _placement.upload_threshold_bytes(state)
         if sum(a.nbytes for a in hosts) < limit or not hosts:
             _report.record(uf, "host")
             return call(*inputs, **kwargs)
@@ -285,12 +351,7 @@ def _resolve_call(uf: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, An
     loop = uf.resolve_dtypes(operands, **options)
     _check_python_ints(inputs, loop)
     if uf.signature is None:
-        shapes = [x.shape if isinstance(x, (DeviceArray, numpy.ndarray)) else numpy.shape(x) for x in inputs]
-        try:
-            shape = numpy.broadcast_shapes(*shapes)
-        except ValueError:
-            listed = " ".join(str(s) for s in shapes)
-            raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
+        shape = _broadcast_check(inputs)
         for o in out:
             if o is not None and numpy.broadcast_shapes(shape, o.shape) != o.shape:
                 raise ValueError(

@@ -91,7 +91,7 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> A
         devices: list[DeviceArray] = []
         for value in args:
             scan(value, devices, [])
-        if devices and result.nbytes >= _placement.threshold_bytes(state):
+        if devices and result.nbytes >= _placement.upload_threshold_bytes(state):
             backend = devices[0]._backend
             if backend.supports_dtypes((result.dtype,)):
                 return DeviceArray(upload(result, backend), backend)

@@ -17,10 +17,17 @@ from ._config import State
 
 
 def threshold_bytes(state: State) -> int:
-    """The size from which host work goes to the device under ``state``."""
+    """The size from which arrays made from nothing (zeros, arange, random) are made on the device."""
     if state.threshold is not None:
         return state.threshold
     return int(getattr(state.backend, "default_threshold_bytes", 1 << 20))
+
+
+def upload_threshold_bytes(state: State) -> int:
+    """The size of host inputs from which work moves them to the device (the upload must pay)."""
+    if state.threshold is not None:
+        return state.threshold
+    return int(getattr(state.backend, "upload_threshold_bytes", 16 << 20))
 
 
 def _shape_size(shape: Any) -> int:

@@ -38,56 +38,79 @@ class Counts:
 
 
 _lock = threading.Lock()
-_by_function: defaultdict[str, Counts] = defaultdict(Counts)
-_by_site: defaultdict[str, Counts] = defaultdict(Counts)
+# Raw events, aggregated only when a report is asked for, so recording stays cheap on the hot path:
+# (function, call site, where, reason) -> count, and (function, call site, direction) -> [bytes, seconds].
+_calls: dict[tuple[Any, tuple[str, int], str, str | None], int] = {}
+_moves: dict[tuple[Any, tuple[str, int], str], list[float]] = {}
 _kernels: dict[str, float] = defaultdict(float)
+_internal_code: dict[Any, bool] = {}
 
 
-def call_site() -> str:
-    """file:line of the innermost frame outside npgpu and NumPy (the user's code)."""
+def _is_internal(code: Any) -> bool:
+    internal = _internal_code.get(code)
+    if internal is None:
+        filename = code.co_filename
+        internal = filename.startswith((_PACKAGE_DIR, _NUMPY_DIR, "<frozen"))
+        _internal_code[code] = internal
+    return internal
+
+
+def call_site() -> tuple[str, int]:
+    """(file, line) of the innermost frame outside npgpu and NumPy: the user's code."""
     frame = sys._getframe(2)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith(_PACKAGE_DIR) or filename.startswith(_NUMPY_DIR) or filename.startswith("<frozen")):
-            return f"{filename}:{frame.f_lineno}"
+        if not _is_internal(frame.f_code):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return "<unknown>"
+    return "<unknown>", 0
 
 
 def _name(func: Any) -> str:
+    if isinstance(func, str):
+        return func
     module = getattr(func, "__module__", None) or ""
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    if module.startswith("numpy.linalg") or module.startswith("numpy.fft") or module.startswith("numpy.random"):
+    if module.startswith(("numpy.linalg", "numpy.fft", "numpy.random")):
         return f"{module.split('.')[1]}.{name}"
     return name
 
 
-def record(func: Any, where: str, *, reason: str | None = None, site: str | None = None) -> None:
-    """Count one call of ``func`` that ran on "device", on "host" or as a "fallback"."""
-    name = _name(func)
-    site = site or call_site()
+def record(func: Any, where: str, *, reason: str | None = None) -> None:
+    """Count one call of ``func`` that ran on the "device", on the "host" or as a "fallback"."""
+    key = (func, call_site(), where, reason)
     with _lock:
-        for counts in (_by_function[name], _by_site[site]):
-            setattr(counts, where, getattr(counts, where) + 1)
-            if reason is not None:
-                counts.reasons[reason] = counts.reasons.get(reason, 0) + 1
+        _calls[key] = _calls.get(key, 0) + 1
 
 
 def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
     """Count bytes moved ("to_device" or "to_host") and the time it took."""
-    name = _name(func) if func is not None else "<conversion to host>"
-    site = call_site()
-    attr = "bytes_" + direction
+    key = (func if func is not None else "<conversion to host>", call_site(), direction)
     with _lock:
-        for counts in (_by_function[name], _by_site[site]):
-            setattr(counts, attr, getattr(counts, attr) + nbytes)
-            counts.transfer_seconds += seconds
+        entry = _moves.setdefault(key, [0, 0.0])
+        entry[0] += nbytes
+        entry[1] += seconds
 
 
 def record_kernel(stat: str, amount: float = 1) -> None:
     """Fusion and code-generation statistics: kernels_launched, ops_fused, compile_seconds, ..."""
     with _lock:
         _kernels[stat] += amount
+
+
+def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
+    functions: defaultdict[str, Counts] = defaultdict(Counts)
+    sites: defaultdict[str, Counts] = defaultdict(Counts)
+    for (func, (filename, line), where, reason), n in _calls.items():
+        for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
+            setattr(counts, where, getattr(counts, where) + n)
+            if reason is not None:
+                counts.reasons[reason] = counts.reasons.get(reason, 0) + n
+    for (func, (filename, line), direction), (nbytes, seconds) in _moves.items():
+        for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
+            attr = "bytes_" + direction
+            setattr(counts, attr, getattr(counts, attr) + int(nbytes))
+            counts.transfer_seconds += seconds
+    return dict(functions), dict(sites)
 
 
 class Report:
@@ -145,13 +168,10 @@ class Report:
 def report(reset: bool = False) -> Report:
     """What ran where since the last reset: per function, per call site, bytes moved, fusion."""
     with _lock:
-        snapshot = Report(
-            {k: Counts(**asdict(v)) for k, v in _by_function.items()},
-            {k: Counts(**asdict(v)) for k, v in _by_site.items()},
-            dict(_kernels),
-        )
+        functions, sites = _aggregate()
+        snapshot = Report(functions, sites, dict(_kernels))
         if reset:
-            _by_function.clear()
-            _by_site.clear()
+            _calls.clear()
+            _moves.clear()
             _kernels.clear()
     return snapshot

@@ -267,7 +267,7 @@ def test_linear_algebra(xp):
             xp.einsum("ij,jk->ik", a, a), xp.outer(v, v), xp.trace(a))
 
 
-@differential()
+@differential(atol=1e-12)
 def test_fft(xp):
     a = xp.sin(xp.linspace(0, 8, 16))
     return xp.fft.fft(a), xp.fft.rfft(a), xp.fft.ifft(xp.fft.fft(a)).real

@@ -31,8 +31,10 @@ class Backend:
     name: ClassVar[str] = "base"
     #: True when arrays live in the host's own memory (the numpy backend).
     is_host: ClassVar[bool] = False
-    #: Work on host inputs smaller than this (bytes) stays in NumPy; measured per backend.
+    #: Arrays made from nothing (zeros, arange, random) go to the device from this size (bytes).
     default_threshold_bytes: ClassVar[int] = 1 << 20
+    #: Work on host inputs smaller than this (bytes) stays in NumPy: the upload would not pay.
+    upload_threshold_bytes: ClassVar[int] = 16 << 20
 
     #: NumPy function -> implementation taking natives; filled by subclasses.
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}

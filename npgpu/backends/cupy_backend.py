@@ -205,7 +205,10 @@ class ArrayModuleBackend(Backend):
     @staticmethod
     def _method_astype(a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                        copy: bool = True) -> Any:
-        return a.astype(dtype, order=order, casting=casting, copy=copy)
+        if casting != "unsafe" and not numpy.can_cast(a.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
+                            f"according to the rule {casting!r}")
+        return a.astype(dtype, order=order, copy=copy)
 
     @staticmethod
     def _method_fill(a: Any, value: Any) -> None:
@@ -215,13 +218,37 @@ class ArrayModuleBackend(Backend):
     def _method_view(a: Any, *args: Any, **kwargs: Any) -> Any:
         return a.view(*args, **kwargs)
 
-    @staticmethod
-    def _method_getitem(a: Any, key: Any) -> Any:
+    def _method_getitem(self, a: Any, key: Any) -> Any:
+        self._check_index_bounds(a, key)
         return a[key]
 
-    @staticmethod
-    def _method_setitem(a: Any, key: Any, value: Any) -> None:
+    def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
+        self._check_index_bounds(a, key)
         a[key] = value
+
+    def _check_index_bounds(self, a: Any, key: Any) -> None:
+        """NumPy's IndexError for out-of-range integer-array indices (CuPy wraps them around)."""
+        items = key if isinstance(key, tuple) else (key,)
+        consuming = [k for k in items if k is not None and k is not Ellipsis]
+        axis = 0
+        for k in items:
+            if k is None:
+                continue
+            if k is Ellipsis:
+                axis = a.ndim - sum(getattr(c, "ndim", 1) if _is_bool_index(c) else 1 for c in consuming)
+                continue
+            if _is_bool_index(k):
+                axis += getattr(k, "ndim", 1)
+                continue
+            if isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu"):
+                index = numpy.asarray(k) if isinstance(k, list) else k
+                if index.size and axis < a.ndim and index.dtype.kind in "iu":
+                    size = a.shape[axis]
+                    low, high = int(index.min()), int(index.max())
+                    if low < -size or high >= size:
+                        bad = high if high >= size else low
+                        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+            axis += 1
 
     @staticmethod
     def _method_sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> None:
@@ -271,12 +298,12 @@ class EmulatedBackend(ArrayModuleBackend):
 class _PinnedStager:
     """Moves host data through page-locked buffers, in chunks, on several threads at once.
 
-    Pageable copies run at 3-8 GB/s on the H200 machine while pinned ones reach ~55 GB/s; the
-    host-side memcpy into the pinned buffer is then the bottleneck, so several workers each
-    copy their chunk and start its DMA on their own stream.
+    Pageable copies ran at 3-10 GB/s on the H200 machine while pinned ones reach ~55 GB/s; the
+    host memcpy into the pinned buffer then limits, so each worker takes a contiguous run of
+    chunks and double-buffers: it fills one pinned buffer while the other one's DMA runs.
     """
 
-    def __init__(self, cupy: Any, chunk_bytes: int = 8 << 20, workers: int | None = None) -> None:
+    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None) -> None:
         self.cupy = cupy
         self.chunk = chunk_bytes
         self.workers = workers or max(1, min(8, (os.cpu_count() or 2) // 2))
@@ -284,49 +311,74 @@ class _PinnedStager:
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="npgpu-pinned")
         self._device = cupy.cuda.Device().id
 
-    def _slot(self) -> tuple[Any, numpy.ndarray, Any]:
+    def _slot(self) -> tuple[list[Any], list[numpy.ndarray], Any, list[Any]]:
         slot = getattr(self._local, "slot", None)
         if slot is None:
             cp = self.cupy
             cp.cuda.Device(self._device).use()
-            memory = cp.cuda.alloc_pinned_memory(self.chunk)
-            host = numpy.frombuffer(memory, numpy.uint8, self.chunk)
-            slot = (memory, host, cp.cuda.Stream(non_blocking=True))
+            memory = [cp.cuda.alloc_pinned_memory(self.chunk) for _ in range(2)]
+            host = [numpy.frombuffer(m, numpy.uint8, self.chunk) for m in memory]
+            slot = (memory, host, cp.cuda.Stream(non_blocking=True), [cp.cuda.Event(), cp.cuda.Event()])
             self._local.slot = slot
         return slot
 
-    def _chunks(self, nbytes: int) -> list[tuple[int, int]]:
-        return [(start, min(start + self.chunk, nbytes)) for start in range(0, nbytes, self.chunk)]
+    def _groups(self, nbytes: int) -> list[list[tuple[int, int]]]:
+        chunks = [(start, min(start + self.chunk, nbytes)) for start in range(0, nbytes, self.chunk)]
+        per = -(-len(chunks) // self.workers)
+        return [chunks[i:i + per] for i in range(0, len(chunks), per)]
 
     def upload(self, src: numpy.ndarray, dst: Any) -> None:
         src_bytes = src.reshape(-1).view(numpy.uint8)
         base = dst.data.ptr
+        memcpy = self.cupy.cuda.runtime.memcpyAsync
 
-        def work(lo: int, hi: int) -> None:
-            memory, host, stream = self._slot()
-            numpy.copyto(host[: hi - lo], src_bytes[lo:hi])
-            self.cupy.cuda.runtime.memcpyAsync(base + lo, memory.ptr, hi - lo, 1, stream.ptr)
+        def work(group: list[tuple[int, int]]) -> None:
+            memory, host, stream, events = self._slot()
+            for i, (lo, hi) in enumerate(group):
+                j = i & 1
+                events[j].synchronize()  # the DMA that last read buffer j has finished
+                numpy.copyto(host[j][: hi - lo], src_bytes[lo:hi])
+                memcpy(base + lo, memory[j].ptr, hi - lo, 1, stream.ptr)
+                events[j].record(stream)
             stream.synchronize()
 
-        list(self._pool.map(lambda c: work(*c), self._chunks(src.nbytes)))
+        list(self._pool.map(work, self._groups(src.nbytes)))
 
     def download(self, src: Any, dst: numpy.ndarray) -> None:
         dst_bytes = dst.reshape(-1).view(numpy.uint8)
         base = src.data.ptr
+        memcpy = self.cupy.cuda.runtime.memcpyAsync
 
-        def work(lo: int, hi: int) -> None:
-            memory, host, stream = self._slot()
-            self.cupy.cuda.runtime.memcpyAsync(memory.ptr, base + lo, hi - lo, 2, stream.ptr)
-            stream.synchronize()
-            numpy.copyto(dst_bytes[lo:hi], host[: hi - lo])
+        def work(group: list[tuple[int, int]]) -> None:
+            memory, host, stream, events = self._slot()
+            previous = None
+            for i, (lo, hi) in enumerate(group):
+                j = i & 1
+                memcpy(memory[j].ptr, base + lo, hi - lo, 2, stream.ptr)
+                events[j].record(stream)
+                if previous is not None:  # copy out the chunk before while this one's DMA runs
+                    pj, plo, phi = previous
+                    events[pj].synchronize()
+                    numpy.copyto(dst_bytes[plo:phi], host[pj][: phi - plo])
+                previous = (j, lo, hi)
+            if previous is not None:
+                pj, plo, phi = previous
+                events[pj].synchronize()
+                numpy.copyto(dst_bytes[plo:phi], host[pj][: phi - plo])
 
-        list(self._pool.map(lambda c: work(*c), self._chunks(src.nbytes)))
+        list(self._pool.map(work, self._groups(src.nbytes)))
 
 
 class CupyBackend(ArrayModuleBackend):
     """NVIDIA GPUs through CuPy."""
 
     name = "cupy"
+    # Measured on an H200 machine (tools/measure_cupy.py, 2026-11-30): one elementwise op on
+    # arrays already on the device costs ~45 us there against NumPy's ~120 us at 1e5 float64
+    # elements, so arrays from 1 MiB are made on the device; an op on host inputs only beat
+    # NumPy once the upload was amortized, between 1e6 and 1e7 elements (24-240 MB moved).
+    default_threshold_bytes = 1 << 20
+    upload_threshold_bytes = 32 << 20
     #: Arrays smaller than this move with one plain copy; the pinned pipeline pays above it.
     pinned_min_bytes = 4 << 20
 
@@ -393,6 +445,11 @@ class CupyBackend(ArrayModuleBackend):
 
     def sync(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
+
+
+def _is_bool_index(k: Any) -> bool:
+    dtype = getattr(k, "dtype", None)
+    return dtype is not None and dtype.kind == "b"
 
 
 def _size_of(shape: Any) -> int:

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One batched run on the GPU machine: install carried wheels, make NVIDIA's OpenCL visible,
+# then run each step named on the command line. Output goes to $OUT.
+set -u
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+export PYTHONPATH=${PYTHONPATH:-$PWD}
+export PATH=/tmp/site/bin:$PATH
+mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import numpy, cupy; print('numpy', numpy.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
+for step in "$@"; do
+  case "$step" in
+    tests) timeout 420 python3 -m pytest tests -q -p no:cacheprovider -k "${PYTEST_K:-cupy}" 2>&1 \
+             | tee "$OUT/tests.txt" | tail -40 ;;
+    measure) timeout 300 python3 tools/measure_cupy.py 2>&1 | tee "$OUT/measure.txt" ;;
+    *) bash -c "$step" 2>&1 | tee -a "$OUT/extra.txt" ;;
+  esac
+done

@@ -1,0 +1,87 @@
+# ruff: noqa: B023  (each lambda is timed before its loop variables change)
+"""Measurements behind the CuPy backend's defaults: transfer bandwidth and the placement threshold.
+
+Run on a CUDA machine: ``python tools/measure_cupy.py``. Prints a table; nothing is hard-coded
+from it without a note saying when and where it was measured.
+"""
+
+from __future__ import annotations
+
+import time
+
+import cupy
+import numpy
+
+import npgpu
+from npgpu.backends import get_backend
+
+
+def best(fn, repeat=7):
+    times = []
+    for _ in range(repeat):
+        cupy.cuda.get_current_stream().synchronize()
+        t = time.perf_counter()
+        fn()
+        cupy.cuda.get_current_stream().synchronize()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def transfers() -> None:
+    backend = get_backend("cupy")
+    print("transfer bandwidth (median of 7), GB/s")
+    print(f"{'MiB':>6} {'pageable h2d':>13} {'npgpu h2d':>10} {'pageable d2h':>13} {'npgpu d2h':>10} "
+          f"{'hostRegister h2d':>17}")
+    for mib in (1, 4, 16, 64, 256):
+        host = numpy.random.default_rng(0).random(mib * (1 << 20) // 8)
+        dev = cupy.asarray(host)
+        nbytes = host.nbytes
+        plain_up = best(lambda: cupy.asarray(host))
+        ours_up = best(lambda: backend.from_host(host))
+        plain_down = best(lambda: dev.get())
+        ours_down = best(lambda: backend.to_host(dev))
+        assert numpy.array_equal(backend.to_host(backend.from_host(host)), host)
+        assert numpy.array_equal(backend.to_host(dev[::2]), host[::2])
+
+        def registered() -> None:
+            rt = cupy.cuda.runtime
+            rt.hostRegister(host.ctypes.data, nbytes, 0)
+            rt.memcpy(dev.data.ptr, host.ctypes.data, nbytes, 1)
+            rt.hostUnregister(host.ctypes.data)
+
+        reg_up = best(registered)
+        print(f"{mib:>6} {nbytes / plain_up / 1e9:>13.1f} {nbytes / ours_up / 1e9:>10.1f} "
+              f"{nbytes / plain_down / 1e9:>13.1f} {nbytes / ours_down / 1e9:>10.1f} {nbytes / reg_up / 1e9:>17.1f}")
+
+
+def threshold() -> None:
+    print("\nplacement: a*b+c on host inputs, NumPy vs npgpu-cupy (upload + kernel), microseconds")
+    print(f"{'n':>10} {'bytes in':>10} {'numpy':>10} {'npgpu':>10} {'npgpu dev-resident':>19}")
+    for n in (10, 1000, 10_000, 100_000, 1_000_000, 10_000_000):
+        rng = numpy.random.default_rng(1)
+        a, b, c = (rng.random(n) for _ in range(3))
+        t_np = best(lambda: a * b + c, 15)
+        with npgpu.enable("cupy", threshold=0):
+            t_up = best(lambda: npgpu.add(npgpu.multiply(a, b), c), 15)
+            da, db, dc = (npgpu.asarray(x) for x in (a, b, c))
+            t_dev = best(lambda: da * db + dc, 15)
+        print(f"{n:>10} {3 * a.nbytes:>10} {t_np * 1e6:>10.1f} {t_up * 1e6:>10.1f} {t_dev * 1e6:>19.1f}")
+
+
+def e8() -> None:
+    print("\nE8 on device arrays, 1e8 float32, ms (eager, through npgpu)")
+    n = 10**8
+    with npgpu.enable("cupy"):
+        a, b, c = (npgpu.random.random(n).astype(npgpu.float32) for _ in range(3))
+        f = lambda: ((a * b + c) * a - b) / (c + 1.5) + npgpu.sqrt(npgpu.abs(a)) * 0.5 - npgpu.exp(-b)  # noqa: E731
+        print(f"  npgpu eager: {best(f) * 1e3:.2f} ms")
+    x = cupy.random.random(n, dtype=cupy.float32)
+    print(f"  d2d copy: {2 * x.nbytes / best(lambda: x.copy()) / 1e12:.2f} TB/s")
+
+
+if __name__ == "__main__":
+    print(npgpu.backends.get_backend("cupy").describe())
+    transfers()
+    threshold()
+    e8()
