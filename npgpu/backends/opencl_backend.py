@@ -1069,15 +1069,9 @@ class OpenCLBackend(Backend):
     def getitem(self, a: CLArray, key: Any) -> Any:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
             return self._mask_get(a, key)
-        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
-        view = dummy[key]
-        delta = view.__array_interface__["data"][0] - dummy.__array_interface__["data"][0]
-        res = a.view(view.shape, view.strides, a.offset + delta)
-        if isinstance(view, numpy.generic) or not isinstance(view, numpy.ndarray):
-            raise TypeError("basic indexing produced a scalar")  # pragma: no cover - guarded below
-        if res.ndim == 0 and _all_int_key(key, a.ndim):
-            return self.to_host(res)[()]
-        return res
+        if _all_int_key(key, a.ndim):
+            return self.to_host(self._view(a, key))[()]  # NumPy returns a scalar here
+        return self._view(a, key)
 
     def setitem(self, a: CLArray, key: Any, value: Any) -> None:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
@@ -1093,7 +1087,9 @@ class OpenCLBackend(Backend):
 
     def _view(self, a: CLArray, key: Any) -> CLArray:
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
-        view = dummy[key + (Ellipsis,) if isinstance(key, tuple) else (key, Ellipsis)]
+        parts = key if isinstance(key, tuple) else (key,)
+        # a trailing Ellipsis keeps an all-integer key a 0-d view rather than a scalar
+        view = dummy[parts if any(p is Ellipsis for p in parts) else parts + (Ellipsis,)]
         delta = view.__array_interface__["data"][0] - dummy.__array_interface__["data"][0]
         return a.view(view.shape, view.strides, a.offset + delta)
 
@@ -1174,7 +1170,12 @@ class OpenCLBackend(Backend):
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError("matmul: Input operand does not have enough dimensions")
         dt = numpy.result_type(a.dtype, b.dtype)
-        probe = numpy.matmul(numpy.empty(a.shape, a.dtype), numpy.empty(b.shape, b.dtype))  # NumPy's shape errors
+        ka, kb = a.shape[-1], (b.shape[-2] if b.ndim > 1 else b.shape[0])
+        if ka != kb:
+            raise ValueError(
+                f"matmul: Input operand 1 has a mismatch in its core dimension 0 ({kb} is different from {ka})"
+            )
+        pshape = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + a.shape[-2:-1] + b.shape[-1:] * (b.ndim > 1)
         a2 = a if a.ndim > 1 else a.view((1,) + a.shape, (0,) + a.strides, a.offset)
         b2 = b if b.ndim > 1 else b.view(b.shape + (1,), b.strides + (0,), b.offset)
         if a2.dtype != dt:
@@ -1223,7 +1224,7 @@ class OpenCLBackend(Backend):
                 kernel.set_args(*args)
                 gs = (-(-n // _TILE) * _TILE, -(-m // _TILE) * _TILE, nb)
                 self._cl.enqueue_nd_range_kernel(self.queue, kernel, gs, (_TILE, _TILE, 1))
-        res = self.reshape(result, probe.shape)
+        res = self.reshape(result, pshape)
         if out is not None:
             self.copy_into(out, res)
             return out
@@ -1244,15 +1245,16 @@ class OpenCLBackend(Backend):
             ax_b = list(range(int(axes)))
         else:
             ax_a, ax_b = ([x] if isinstance(x, (int, numpy.integer)) else list(x) for x in axes)
-        probe = numpy.tensordot(numpy.empty(a.shape, a.dtype), numpy.empty(b.shape, b.dtype), axes=(ax_a, ax_b))
         ax_a = [x % a.ndim for x in ax_a]
         ax_b = [x % b.ndim for x in ax_b]
+        if [a.shape[x] for x in ax_a] != [b.shape[x] for x in ax_b]:
+            raise ValueError("shape-mismatch for sum")
         free_a = [d for d in range(a.ndim) if d not in ax_a]
         free_b = [d for d in range(b.ndim) if d not in ax_b]
         k = math.prod(a.shape[d] for d in ax_a)
         at = self.reshape(self.transpose(a, free_a + ax_a), (math.prod(a.shape[d] for d in free_a), k))
         bt = self.reshape(self.transpose(b, ax_b + free_b), (k, math.prod(b.shape[d] for d in free_b)))
-        res = self.reshape(self.matmul(at, bt), probe.shape)
+        res = self.reshape(self.matmul(at, bt), tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b))
         if out is not None:
             self.copy_into(out, res)
             return out
@@ -1373,6 +1375,8 @@ def _identity(op: str, dt: numpy.dtype) -> Any:
         return 1
     if dt.kind == "b":
         return op in ("minimum", "fmin", "argmin")
+    if dt.kind == "f" and op in ("fmax", "fmin"):
+        return numpy.nan  # fmax(nan, x) == x, and an all-NaN slice stays NaN as in NumPy
     if dt.kind == "f":
         return -numpy.inf if op in ("maximum", "fmax", "argmax") else numpy.inf
     info = numpy.iinfo(dt)
