@@ -1,0 +1,76 @@
+"""Shared pieces of the asv suites: the backend parameter and device synchronization.
+
+A backend that can't run on this machine raises NotImplementedError in setup, which asv shows as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy
+
+try:
+    import npgpu
+except ImportError:  # benchmarks run from a checkout that isn't installed
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import npgpu
+
+from npgpu import backends, legacy
+
+__all__ = ["BACKENDS", "BackendBenchmark", "backends", "legacy", "npgpu", "random_array"]
+
+#: "numpy" is NumPy itself (the baseline); "npgpu-X" is npgpu with backend X enabled.
+BACKENDS = ["numpy", "npgpu-cupy", "npgpu-opencl"]
+
+
+def _noop() -> None:
+    pass
+
+
+class BackendBenchmark:
+    """Base class: the first parameter of every benchmark is the backend.
+
+    ``setup_backend`` sets ``self.xp`` (the module the timed body calls: NumPy or
+    npgpu), ``self.sync`` (waits for queued device work; called inside every timed
+    body so a GPU timing measures the work, not the launch) and enables npgpu.
+    """
+
+    params: Any = [BACKENDS]
+    param_names = ["backend"]
+    timeout = 120
+
+    xp: Any = numpy
+    sync: Any = staticmethod(_noop)
+    _state: Any = None
+
+    def setup_backend(self, backend: str, **options: Any) -> None:
+        if backend == "numpy":
+            self.xp, self.sync, self._state = numpy, _noop, None
+            return
+        name = backend.removeprefix("npgpu-")
+        reason = backends.unavailable_reason(name)
+        if reason is not None:
+            raise NotImplementedError(reason)
+        self._state = npgpu.enable(name, **options)
+        self.xp, self.sync = npgpu, npgpu.sync
+
+    def teardown(self, *params: Any) -> None:
+        if self._state is not None:
+            self._state.__exit__(None, None, None)
+            self._state = None
+
+    def to_backend(self, host: numpy.ndarray) -> Any:
+        """``host`` where the backend keeps it: a device array above the placement threshold."""
+        return self.xp.asarray(host)
+
+    def finish(self, result: Any) -> Any:
+        """Make ``result`` real and wait for it: pending fused work runs at ``sync()``."""
+        self.sync()
+        return result
+
+
+def random_array(n: int | tuple[int, ...], seed: int = 0, low: float = 0.5, high: float = 2.0) -> numpy.ndarray:
+    """Host float64 data in [low, high): positive, so sqrt/log/division stay finite."""
+    return numpy.random.default_rng(seed).uniform(low, high, n)
