@@ -201,7 +201,7 @@ class OpenCLBackend(Backend):
         # far faster than PyOpenCL's default launch; GPUs like 256.
         self.local_size = int(local_size or min(256, self.device.max_work_group_size))
         # reductions: parts per output row; enough work-items to fill every compute unit
-        self.parallelism = self.device.max_compute_units * (4 if self.is_cpu else 2048)
+        self.parallelism = self.device.max_compute_units * (512 if self.is_cpu else 2048)
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
@@ -620,7 +620,7 @@ class OpenCLBackend(Backend):
     ) -> None:  # noqa: ANN001
         big = max(m * parts, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
         layout = codegen.ReduceLayout(
-            len(oshape), len(ishape), interleaved=not self.is_cpu, index_input=index_input, index64=big
+            len(oshape), len(ishape), interleaved=parts > 1, index_input=index_input, index64=big
         )
         kernel = self._build(
             ("mr", graph, op, acc_dtype, layout), lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl")
