@@ -6,6 +6,7 @@ In-process checks of the import hook, plus real scripts that hand npgpu arrays t
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -113,6 +114,8 @@ def test_installed_libraries_below_the_script_dir_keep_numpy() -> None:
 
 
 SCIPY_SCRIPT = """
+import sys
+
 import numpy as np
 import scipy.linalg
 import scipy.ndimage
@@ -125,7 +128,7 @@ print("solve", np.round(x, 10).tolist())
 img = np.sin(np.linspace(0.0, 6.0, 400)).reshape(20, 20)
 print("filter", round(float(scipy.ndimage.gaussian_filter(img, 1.5).sum()), 10))
 print("expit", round(float(scipy.special.expit(np.linspace(-3.0, 3.0, 101)).mean()), 12))
-print("scipy sees", type(scipy.linalg.solve).__module__.split(".")[0])
+print("scipy returns", type(scipy.linalg.solve(a, b)).__name__, "and sees", sys.modules["numpy"].__name__)
 """
 
 MPL_SCRIPT = """
@@ -166,10 +169,17 @@ def test_npgpu_arrays_reach_scipy_as_host_arrays(tmp_path: Path, backend: str) -
     script = tmp_path / "with_scipy.py"
     script.write_text(SCIPY_SCRIPT)
     want = _run([sys.executable, str(script)], tmp_path)
-    got = _run([sys.executable, "-m", "npgpu", "run", "--backend", backend, "--threshold", "0", str(script)], tmp_path)
+    report = tmp_path / "report.json"
+    options = ["--backend", backend, "--threshold", "0", "--report-json", str(report)]
+    got = _run([sys.executable, "-m", "npgpu", "run", *options, str(script)], tmp_path)
     assert want.returncode == 0, want.stderr
     assert got.returncode == 0, got.stderr
     assert got.stdout == want.stdout
+    assert "scipy returns ndarray and sees numpy" in got.stdout
+    if backend != "numpy":
+        # Not vacuous: the arrays were on the device and SciPy pulled them to the host.
+        totals = json.loads(report.read_text())["report"]["totals"]
+        assert totals["device"] > 0 and totals["bytes_to_host"] > 0
 
 
 @pytest.mark.parametrize("backend", _backends())
