@@ -270,3 +270,29 @@ def test_info(tmp_path: Path) -> None:
     assert set(doc["backends"]) >= {"numpy", "cupy", "opencl"}
     for entry in doc["backends"].values():
         assert entry["available"] or entry["reason"]
+
+
+def test_run_keyboard_interrupt_as_python(tmp_path: Path) -> None:
+    script = _script(tmp_path, "interrupted.py", "import numpy\nraise KeyboardInterrupt\n")
+    want = _python(script)
+    got = _npgpu("run", "--backend", "numpy", str(script), cwd=tmp_path)
+    assert got.returncode == want.returncode  # killed by SIGINT, as python is
+    assert got.stderr.splitlines()[-1] == want.stderr.splitlines()[-1] == "KeyboardInterrupt"
+
+
+def test_run_redirects_modules_of_the_script_dir_only(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text("import numpy as np\n\ndef kind():\n    return np.__name__\n")
+    script = _script(
+        tmp_path,
+        "main.py",
+        """
+        import sys
+        import scipy.linalg._basic
+        import helper
+        import numpy as np
+        print(np.__name__, helper.kind(), sys.modules["numpy"].__name__, scipy.linalg._basic.np.__name__)
+        """,
+    )
+    got = _npgpu("run", "--backend", "numpy", str(script), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == "npgpu npgpu numpy numpy\n"
