@@ -334,6 +334,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
             for path in workdirs:
                 shutil.rmtree(path, ignore_errors=True)
 
+    startup = _startup_seconds(commands, script, env)
     numpy_t, npgpu_t = timings["numpy"].summary(), timings["npgpu"].summary()
     result_doc = {
         "script": opts.script,
@@ -351,6 +352,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
         "rtol": opts.rtol,
         "atol": opts.atol,
         "report": (last_report or {}).get("report"),
+        "startup": startup,
     }
     if opts.plot:
         _plot(result_doc, opts.plot)
@@ -360,6 +362,24 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
     else:
         sys.stdout.write(_bench_table(result_doc, (last_report or {}).get("text")))
     return 0 if not differences else 1
+
+
+def _startup_seconds(commands: dict[str, list[str]], script: str, env: dict[str, str]) -> dict[str, float]:
+    """Fastest of three runs of a script that only imports numpy, per mode: the fixed cost in every timing."""
+    fd, empty = tempfile.mkstemp(suffix=".py", prefix="npgpu-startup-")
+    with os.fdopen(fd, "w") as f:
+        f.write("import numpy\n")
+    try:
+        found = {}
+        for mode, command in commands.items():
+            probe = [empty if part == script else part for part in command[: command.index(script) + 1]]
+            runs = [_run_once(probe, env, b"", 60) for _ in range(3)]
+            for run in runs:
+                shutil.rmtree(run.workdir, ignore_errors=True)
+            found[mode] = min(run.seconds for run in runs)
+        return found
+    finally:
+        os.unlink(empty)
 
 
 def _bench_env() -> dict[str, str]:
@@ -569,6 +589,11 @@ def _bench_table(doc: dict[str, Any], report_text: str | None) -> str:
         t = doc[mode]
         lines.append(f"  {mode:<8} {t['median']:>9.3f}s {t['min']:>9.3f}s {t['max']:>9.3f}s")
     lines.append(f"  speedup  {doc['speedup']:.2f}x (numpy median / npgpu median)")
+    start = doc["startup"]
+    lines.append(
+        f"  startup  numpy {start['numpy']:.3f}s, npgpu {start['npgpu']:.3f}s "
+        "(a script that only imports numpy; included in the times above)"
+    )
     lines.append("")
     files = ", ".join(doc["files_compared"]) or "none written"
     if doc["agree"]:
