@@ -148,7 +148,7 @@ def _weak_type(x: Any) -> Any:
     """What NumPy's dtype resolution takes for an operand (Python scalars stay weak)."""
     if isinstance(x, CLArray):
         return x.dtype
-    if isinstance(x, _PY_SCALARS):
+    if type(x) in _PY_SCALARS:  # NEP 50: only Python scalars are weak (numpy.float64 subclasses float)
         return type(x)
     return numpy.asarray(x).dtype
 
@@ -247,7 +247,8 @@ class OpenCLBackend(Backend):
         return CLArray(self, buf, shape, dtype)
 
     def from_host(self, array: numpy.ndarray) -> CLArray:
-        host = numpy.ascontiguousarray(array)
+        # (numpy.ascontiguousarray would turn a 0-d array into a 1-d one)
+        host = array if array.flags.c_contiguous else numpy.ascontiguousarray(array).reshape(array.shape)
         out = self.empty(host.shape, host.dtype)
         if host.size:
             self._cl.enqueue_copy(self.queue, out.data, host, is_blocking=False)
@@ -361,9 +362,9 @@ class OpenCLBackend(Backend):
             if isinstance(dt, type):
                 continue
             dt = numpy.dtype(dt)
-            if not _table.is_supported_dtype(dt):
+            if not _storable(dt):
                 return False
-            if dt == numpy.float64 and not self.fp64:
+            if dt in (numpy.float64, numpy.complex128) and not self.fp64:
                 return False
         return True
 
@@ -402,7 +403,8 @@ class OpenCLBackend(Backend):
                 "where",
             }:
                 return False
-            return self.supports_dtypes(tuple(d for d in dtypes if isinstance(d, numpy.dtype)))
+            dts = tuple(d for d in dtypes if isinstance(d, numpy.dtype))
+            return self.supports_dtypes(dts) and all(_table.is_supported_dtype(d) for d in dts)
         return False
 
     @staticmethod
@@ -415,6 +417,8 @@ class OpenCLBackend(Backend):
 
     def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if method == "reduce":
+            if "where" in kwargs:
+                kwargs = {**kwargs, "where": _unwrap(kwargs["where"])}
             return self._ufunc_reduce(ufunc, inputs[0], **kwargs)
         if method != "__call__":
             raise NotImplementedError(f"opencl backend: {ufunc.__name__}.{method}")
@@ -422,7 +426,7 @@ class OpenCLBackend(Backend):
             ufunc,
             inputs,
             out=kwargs.get("out"),
-            where=kwargs.get("where", True),
+            where=_unwrap(kwargs.get("where", True)),
             casting=kwargs.get("casting", "same_kind"),
             dtype=kwargs.get("dtype"),
         )
@@ -503,6 +507,9 @@ class OpenCLBackend(Backend):
 
     def copy_into(self, dst: CLArray, src: CLArray) -> None:
         """``dst[...] = src`` (broadcast, C conversion; NumPy's unsafe astype for supported pairs)."""
+        if dst.dtype.kind == "c" or src.dtype.kind == "c":
+            self._copy_complex(dst, src)
+            return
         key = ("cast", src.dtype, dst.dtype)
         graph = self._graphs.get(key)
         if graph is None:
@@ -510,6 +517,18 @@ class OpenCLBackend(Backend):
         if self.shares_memory(src, dst):
             src = self.copy(src)
         self.run_elementwise(graph, [src], [dst], [])
+
+    def _copy_complex(self, dst: CLArray, src: CLArray) -> None:
+        # complex values are stored (not computed on): copies go through the (real, imag) parts
+        if dst.dtype.kind != "c":
+            raise NotImplementedError("opencl backend: complex to real conversion")
+        if self.shares_memory(src, dst):
+            src = self.copy(src)
+        if src.dtype.kind == "c":
+            self.copy_into(_pairs(dst), _pairs(src))
+            return
+        self.copy_into(_part(dst, 0), src)
+        self.fill(_part(dst, 1), 0)
 
     def _check_int_power(self, exponent: Any) -> None:
         if isinstance(exponent, CLArray):
@@ -718,8 +737,6 @@ class OpenCLBackend(Backend):
                 raise ValueError(f"output parameter has shape {out.shape}, expected {result.shape}")
             self.copy_into(out, result)
             return out
-        if result.ndim == 0:
-            return self.to_host(result)[()]
         return result
 
     def mean(
@@ -817,7 +834,7 @@ class OpenCLBackend(Backend):
             if out is not None:
                 self.copy_into(out, index)
                 return out
-            return self.to_host(index)[()] if index.ndim == 0 else index
+            return index
         return self._finish(index, a.shape, axes, keepdims, out)
 
     def _ufunc_reduce(
@@ -845,8 +862,6 @@ class OpenCLBackend(Backend):
             # logical_and.reduce keeps a bool result only for bool input; NumPy's own rule
             res = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
             r = self.reduction(kind, a, axis=axis, out=None, keepdims=keepdims, initial=initial, where=where)
-            if not isinstance(r, CLArray):
-                return numpy.asarray(r).astype(res)[()]
             return self.copy(r, res) if r.dtype != res else r
         dtype = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
         return self.reduction(kind, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
@@ -926,7 +941,7 @@ class OpenCLBackend(Backend):
     def ascontiguousarray(self, a: CLArray, dtype: Any = None) -> CLArray:
         dtype = a.dtype if dtype is None else numpy.dtype(dtype)
         if a.c_contiguous and dtype == a.dtype:
-            return a if a.ndim else self.reshape(a, (1,))[()] if False else a
+            return a
         return self.copy(a, dtype)
 
     def full(self, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> CLArray:
@@ -963,6 +978,11 @@ class OpenCLBackend(Backend):
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
         if a.size == 0:
+            return
+        if a.dtype.kind == "c":
+            v = numpy.asarray(value).astype(a.dtype)[()]
+            self.fill(_part(a, 0), v.real)
+            self.fill(_part(a, 1), v.imag)
             return
         v = (
             numpy.asarray(value).astype(a.dtype)
@@ -1012,12 +1032,11 @@ class OpenCLBackend(Backend):
         if axis is None:
             arrays = [self.ravel(a) for a in arrays]
             axis = 0
-        # NumPy checks shapes and computes the result dtype; ask it on empty stand-ins
-        probe = numpy.concatenate(
-            [numpy.empty(a.shape, a.dtype) for a in arrays], axis=axis, dtype=dtype, casting=casting
-        )
+        shape, rdtype = _concat_result(arrays, axis, dtype, casting)
         ax = _norm_axes(axis, arrays[0].ndim)[0]
-        result = self.empty(probe.shape, probe.dtype) if out is None else out
+        if out is not None and out.shape != shape:
+            raise ValueError(f"Output array is the wrong shape: {out.shape} instead of {shape}")
+        result = self.empty(shape, rdtype) if out is None else out
         pos = 0
         for a in arrays:
             n = a.shape[ax]
@@ -1030,12 +1049,28 @@ class OpenCLBackend(Backend):
         self, arrays: Any, axis: int = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
     ) -> CLArray:
         arrays = list(arrays)
-        probe = numpy.stack([numpy.empty(a.shape, a.dtype) for a in arrays], axis=axis, dtype=dtype, casting=casting)
-        ax = _norm_axes(axis, probe.ndim)[0]
+        if not arrays:
+            raise ValueError("need at least one array to stack")
+        if any(a.shape != arrays[0].shape for a in arrays):
+            raise ValueError("all input arrays must have the same shape")
+        ax = _norm_axes(axis, arrays[0].ndim + 1)[0]
         expanded = [
             a.view(a.shape[:ax] + (1,) + a.shape[ax:], a.strides[:ax] + (0,) + a.strides[ax:], a.offset) for a in arrays
         ]
         return self.concatenate(expanded, axis=ax, out=out, dtype=dtype, casting=casting)
+
+    def array_split(self, a: CLArray, indices_or_sections: Any, axis: int = 0) -> list[CLArray]:
+        """Views, as NumPy's (it slices): NumPy splits a zero-byte stand-in, the offsets are kept."""
+        return self._split(numpy.array_split, a, indices_or_sections, axis)
+
+    def split(self, a: CLArray, indices_or_sections: Any, axis: int = 0) -> list[CLArray]:
+        return self._split(numpy.split, a, indices_or_sections, axis)
+
+    def _split(self, how: Callable[..., Any], a: CLArray, indices_or_sections: Any, axis: int) -> list[CLArray]:
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        base = dummy.__array_interface__["data"][0]
+        views = how(dummy, indices_or_sections, axis=axis)
+        return [a.view(v.shape, v.strides, a.offset + v.__array_interface__["data"][0] - base) for v in views]
 
     def where(self, condition: Any, x: Any = None, y: Any = None) -> Any:
         if x is None and y is None:
@@ -1069,8 +1104,7 @@ class OpenCLBackend(Backend):
     def getitem(self, a: CLArray, key: Any) -> Any:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
             return self._mask_get(a, key)
-        if _all_int_key(key, a.ndim):
-            return self.to_host(self._view(a, key))[()]  # NumPy returns a scalar here
+        # an all-integer key gives a 0-d view: the core turns it into NumPy's scalar
         return self._view(a, key)
 
     def setitem(self, a: CLArray, key: Any, value: Any) -> None:
@@ -1228,8 +1262,6 @@ class OpenCLBackend(Backend):
         if out is not None:
             self.copy_into(out, res)
             return out
-        if res.ndim == 0:
-            return self.to_host(res)[()]
         return res
 
     def dot(self, a: CLArray, b: CLArray, out: Any = None) -> Any:
@@ -1258,7 +1290,7 @@ class OpenCLBackend(Backend):
         if out is not None:
             self.copy_into(out, res)
             return out
-        return self.to_host(res)[()] if res.ndim == 0 else res
+        return res
 
 
 _COMPARISONS = frozenset("equal not_equal less less_equal greater greater_equal".split())
@@ -1280,6 +1312,31 @@ def _comparison_loop(
     if not widened:  # (dtype == int is True in NumPy: compare by flag, not by value)
         return loop, types
     return tuple(ufunc.resolve_dtypes(tuple(changed) + (None,))), tuple(changed)
+
+
+def _storable(dt: numpy.dtype) -> bool:
+    """Dtypes that can live on the device: computed ones, and complex (stored; computed in NumPy)."""
+    return _table.is_supported_dtype(dt) or (dt.kind == "c" and dt.itemsize in (8, 16))
+
+
+def _part(a: CLArray, k: int) -> CLArray:
+    """The real (k=0) or imaginary (k=1) part of a complex array, as a float view."""
+    half = a.itemsize // 2
+    return CLArray(a.backend, a.data, a.shape, numpy.dtype(f"f{half}"), a.strides, a.offset + k * half, a.base or a)
+
+
+def _pairs(a: CLArray) -> CLArray:
+    """A complex array as its (real, imag) float pairs: shape + (2,)."""
+    half = a.itemsize // 2
+    return CLArray(
+        a.backend, a.data, a.shape + (2,), numpy.dtype(f"f{half}"), a.strides + (half,), a.offset, a.base or a
+    )
+
+
+def _unwrap(x: Any) -> Any:
+    """The native of an npgpu device array (the core hands ``where=`` of a ufunc over unconverted)."""
+    native = getattr(x, "_native", None)
+    return native if isinstance(native, CLArray) else x
 
 
 def _native_or_device(x: Any) -> bool:
@@ -1396,6 +1453,25 @@ def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")
     return tuple(sorted(out))
+
+
+def _concat_result(
+    arrays: list[CLArray], axis: int, dtype: Any, casting: str
+) -> tuple[tuple[int, ...], numpy.dtype]:
+    """numpy.concatenate's result shape and dtype (and its errors), without allocating.
+
+    NumPy checks the stand-ins: each array's shape with the joined axis emptied (zero bytes).
+    """
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    nd = arrays[0].ndim
+    if nd == 0 or any(a.ndim != nd for a in arrays):
+        numpy.concatenate([numpy.empty((0,) * a.ndim, a.dtype) for a in arrays], axis=axis)
+    ax = _norm_axes(axis, nd)[0]
+    stand_ins = [numpy.empty(a.shape[:ax] + (0,) + a.shape[ax + 1 :], a.dtype) for a in arrays]
+    probe = numpy.concatenate(stand_ins, axis=ax, dtype=dtype, casting=casting)
+    shape = probe.shape[:ax] + (sum(a.shape[ax] for a in arrays),) + probe.shape[ax + 1 :]
+    return shape, probe.dtype
 
 
 def _all_int_key(key: Any, ndim: int) -> bool:
@@ -1558,6 +1634,8 @@ _FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     numpy.transpose: _method("transpose"),
     numpy.concatenate: _method("concatenate"),
     numpy.stack: _method("stack"),
+    numpy.split: _method("split"),
+    numpy.array_split: _method("array_split"),
     numpy.where: _method("where"),
     numpy.clip: _method("clip"),
     numpy.ndarray.__getitem__: _method("getitem"),
@@ -1594,6 +1672,8 @@ _KW = {
     numpy.transpose: {"axes"},
     numpy.concatenate: {"axis", "out", "dtype", "casting"},
     numpy.stack: {"axis", "out", "dtype", "casting"},
+    numpy.split: {"indices_or_sections", "axis"},
+    numpy.array_split: {"indices_or_sections", "axis"},
     numpy.where: set(),
     numpy.clip: {"a_min", "a_max", "out", "min", "max"},
     numpy.matmul: {"out"},
@@ -1610,6 +1690,35 @@ _KW = {
 for _f, _k in _KW.items():
     _ALLOWED_KWARGS[_f] = frozenset(_k)
 _MATMUL_FUNCS = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
+#: what complex arrays can do here: be made, copied, converted to and viewed (compute goes to NumPy)
+_COMPLEX_FUNCS = frozenset({
+    numpy.empty, numpy.zeros, numpy.ones, numpy.full, numpy.empty_like, numpy.zeros_like, numpy.ones_like,
+    numpy.full_like, numpy.ndarray.astype, numpy.copy, numpy.ndarray.copy, numpy.ascontiguousarray, numpy.reshape,
+    numpy.ravel, numpy.transpose, numpy.ndarray.__getitem__, numpy.ndarray.__setitem__, numpy.ndarray.fill,
+    numpy.concatenate, numpy.stack, numpy.split, numpy.array_split,
+})
+#: positional index of the dtype argument (counting the array for methods and *_like)
+_DTYPE_POSITION: dict[Callable[..., Any], int] = {
+    numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
+    numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.eye: 3, numpy.identity: 1,
+    numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2, numpy.prod: 2, numpy.nansum: 2,
+    numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2, numpy.cumsum: 2,
+    numpy.cumprod: 2,
+}
+
+
+def _target_dtype(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The dtype a call asks for (None: not given; False: not a dtype this side should interpret)."""
+    pos = _DTYPE_POSITION.get(func)
+    value = args[pos] if pos is not None and len(args) > pos else kwargs.get("dtype")
+    if value is None and func in (numpy.full, numpy.full_like) and len(args) > 1:
+        value = numpy.asarray(args[1]).dtype if not _native_or_device(args[1]) else None
+    if value is None:
+        return None
+    try:
+        return numpy.dtype(value)
+    except TypeError:
+        return False
 _NEEDS_FLOAT = frozenset({numpy.nanmax, numpy.nanmin, numpy.nanmean})
 
 
@@ -1624,6 +1733,25 @@ def _supports_function(
         return False
     if set(kwargs) - _ALLOWED_KWARGS[func]:
         return False
+    target = _target_dtype(func, args, kwargs)
+    if target is False or (target is not None and not self.supports_dtypes((target,))):
+        return False  # a dtype argument NumPy must judge, or one this device can't hold (datetime64, ...)
+    if func in (numpy.arange, numpy.linspace) and not all(
+        isinstance(v, (int, float, numpy.integer, numpy.floating)) for v in args[:2]
+    ):
+        return False
+    dts = [numpy.dtype(d) for d in dtypes if not isinstance(d, type)]
+    if any(d.kind == "c" for d in dts) or (target is not None and target.kind == "c"):
+        # complex values live on the device but are only moved there, not computed on
+        if func not in _COMPLEX_FUNCS:
+            return False
+        if func is numpy.ndarray.astype and target.kind != "c":
+            return False
+        if func in (numpy.ndarray.__setitem__, numpy.ndarray.fill) and args[0].dtype.kind != "c":
+            return False
+        if func in (numpy.concatenate, numpy.stack) and target is not None and target.kind != "c":
+            return False
+        dtypes = ()
     if any(isinstance(v, numpy.ndarray) for v in list(args) + list(kwargs.values())):
         return False
     for key in ("out", "where"):
@@ -1635,14 +1763,8 @@ def _supports_function(
     dts = [numpy.dtype(d) for d in dtypes if not isinstance(d, type)]
     if any(not _table.is_supported_dtype(d) for d in dts):
         return False
-    for key in ("dtype",):
-        if kwargs.get(key) is not None:
-            try:
-                dt = numpy.dtype(kwargs[key])
-            except TypeError:
-                return False
-            if not self.supports_dtypes((dt,)) or not _table.is_supported_dtype(dt):
-                return False
+    if target is not None and not dtypes and target.kind != "c" and not _table.is_supported_dtype(target):
+        return False
     if func in _MATMUL_FUNCS:
         return bool(dts) and all(d.kind == "f" for d in dts)
     if func in _NEEDS_FLOAT and not all(d.kind == "f" for d in dts):
