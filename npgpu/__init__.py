@@ -42,7 +42,9 @@ def asnumpy(x: Any) -> _numpy.ndarray:
 def sync() -> None:
     """Wait until all device work queued so far has finished (for timing, before reading clocks)."""
     from .backends import loaded_backends
+    from .fusion.lazy import flush_all
 
+    flush_all()
     for backend in loaded_backends():
         backend.sync()
 

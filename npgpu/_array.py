@@ -5,6 +5,7 @@ Every method and operator goes through the dispatcher, exactly like the namespac
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -64,14 +65,39 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
-    __slots__ = ("_native", "_backend", "_scalar", "__weakref__")
+    __slots__ = ("_data", "_pending", "_backend", "_scalar", "__weakref__")
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
     def __init__(self, native: Any, backend: Any, scalar: bool = False) -> None:
-        self._native = native
+        self._data = native
+        self._pending = None  # a recorded, not yet computed, elementwise expression
         self._backend = backend
         self._scalar = scalar  # a 0-d result where NumPy would have returned a scalar
+
+    @classmethod
+    def pending(cls, expression: Any, backend: Any) -> DeviceArray:
+        """A device array whose value is the recorded ``expression`` (computed on first need)."""
+        array = cls.__new__(cls)
+        array._data = None
+        array._pending = expression
+        array._backend = backend
+        array._scalar = len(expression.shape) == 0
+        return array
+
+    @property
+    def _native(self) -> Any:
+        """The backend array, computing a pending expression first."""
+        if self._data is None:
+            from .fusion.lazy import materialize
+
+            materialize(self)
+        return self._data
+
+    @_native.setter
+    def _native(self, native: Any) -> None:
+        self._data = native
+        self._pending = None
 
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -111,7 +137,9 @@ class DeviceArray(NDArrayOperatorsMixin):
     # -- attributes ---------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._native.shape)
+        if self._pending is not None:
+            return self._pending.shape
+        return tuple(self._data.shape)
 
     @shape.setter
     def shape(self, value: Any) -> None:
@@ -119,23 +147,25 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     @property
     def dtype(self) -> numpy.dtype:
-        return self._native.dtype
+        if self._pending is not None:
+            return self._pending.dtype
+        return self._data.dtype
 
     @property
     def ndim(self) -> int:
-        return self._native.ndim
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return self._native.size
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
-        return self._native.dtype.itemsize
+        return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._native.nbytes
+        return self.size * self.dtype.itemsize
 
     @property
     def strides(self) -> tuple[int, ...]:

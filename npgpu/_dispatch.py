@@ -13,6 +13,7 @@ import numpy
 from . import _config, _placement, _report
 from ._array import DeviceArray
 from ._fallback import fallback, run_on_host, to_host_tree
+from .fusion import lazy as _lazy
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
 # Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
@@ -136,6 +137,12 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         if not _offload_host_call(func, args, kwargs, hosts, backend, state):
             _report.record(func, "host")
             return func(*args, **kwargs)
+    if devices and _lazy.pending_count():
+        if func in _FUSED_REDUCTIONS:
+            reduced = _reduce_pending(func, args, kwargs, backend)
+            if reduced is not None:
+                return reduced
+        _before_writes(mutated)
     dtypes = _dtypes(devices, hosts)
     if not backend.supports_function(func, dtypes, args, kwargs):
         if not devices:  # nothing forced the device: plain host work, not a fallback
@@ -150,6 +157,22 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if isinstance(out, DeviceArray):
         return out
     return wrap(result, backend, func)
+
+
+_FUSED_REDUCTIONS = {getattr(numpy, name): name for name in _lazy.REDUCTIONS}
+
+
+def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any) -> Any:
+    """``sum(a*b)``, ``mean((x-y)**2)``, ``max(abs(d))``: one map-reduce kernel over the graph."""
+    if not args or type(args[0]) is not DeviceArray or args[0]._pending is None or len(args) > 2:
+        return None
+    if not _config.current().fusion or not set(kwargs) <= {"axis", "keepdims"}:
+        return None
+    axis = args[1] if len(args) == 2 else kwargs.get("axis")
+    if axis is not None and not isinstance(axis, (int, tuple)):
+        return None
+    native = _lazy.reduce(_FUSED_REDUCTIONS[func], args[0], axis, bool(kwargs.get("keepdims", False)))
+    return None if native is None else wrap(native, backend, func)
 
 
 def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
@@ -217,10 +240,11 @@ _LOOPS: dict[tuple[Any, ...], tuple[tuple[numpy.dtype, ...], bool]] = {}
 _WEAK = (int, float, complex, bool)
 
 
-def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
+def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
     """The common case, kept short: device arrays and Python/NumPy scalars, no keywords.
 
-    Returns NotImplemented when the general path must decide.
+    Records the call for fusion when it can; returns NotImplemented when the general path
+    must decide.
     """
     backend = None
     key: list[Any] = [uf]
@@ -232,11 +256,12 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
                 backend = x._backend
             elif x._backend is not backend:
                 return NotImplemented
-            native = x._native
-            key.append(native.dtype)
+            pending = x._pending
+            operand = x._data if pending is None else pending
+            key.append(operand.dtype)
             if shape is None:
-                shape = native.shape
-            elif native.shape != shape:
+                shape = operand.shape
+            elif operand.shape != shape:
                 same_shape = False
         elif type(x) in _WEAK:
             key.append(type(x))
@@ -251,14 +276,17 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
     cached = _LOOPS.get(cache_key)
     if cached is None:
         loop = tuple(uf.resolve_dtypes(tuple(key[1:-1]) + (None,) * uf.nout))
-        cached = _LOOPS[cache_key] = (loop, bool(backend.supports_ufunc(uf, "__call__", loop, {})))
-    loop, supported = cached
-    if not supported:
+        cached = _LOOPS[cache_key] = (loop, bool(backend.supports_ufunc(uf, "__call__", loop, {})),
+                                      _lazy.can_fuse(backend, uf, loop))
+    loop, supported, fusible = cached
+    if not (supported or (fusion and fusible)):
         return NotImplemented
     if int in key:
         _check_python_ints(inputs, loop)
     if not same_shape:
-        _broadcast_check(inputs)
+        shape = _broadcast_check(inputs)
+    if fusion and fusible:
+        return _lazy.record(uf, loop, inputs, backend, tuple(shape))
     natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
     result = backend.call_ufunc(uf, "__call__", natives, {})
     _report.record(uf, "device")
@@ -278,7 +306,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs."""
     state = _config.current()
     if method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin:
-        result = _fast_call(uf, inputs)
+        result = _fast_call(uf, inputs, state.fusion)
         if result is not NotImplemented:
             return result
     call = uf if method == "__call__" else getattr(uf, method)
@@ -316,6 +344,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
     if out_hosts:
         return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
+    loop: tuple[numpy.dtype, ...] = ()
     if method == "__call__":
         loop = _resolve_call(uf, inputs, kwargs)
         dtypes = loop
@@ -328,6 +357,9 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
+    if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
+        return out[0]
+    _before_writes(mutated)
     ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
     if out is not None:
         options["out"] = tuple(None if o is None else o._native for o in out)
@@ -336,6 +368,43 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
+
+
+def _before_writes(mutated: list[DeviceArray]) -> None:
+    """Pending graphs that read memory about to be written run first (they must see old values)."""
+    if mutated and _lazy.pending_count():
+        for array in mutated:
+            _lazy.before_write(array._backend, array._native)
+
+
+def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], options: dict[str, Any],
+                   out: tuple[Any, ...], loop: tuple[numpy.dtype, ...], backend: Any) -> bool:
+    """``a += expr`` and ``ufunc(..., out=a)``: record the call and run the graph straight into ``a``.
+
+    Only when every input lies on this backend's device and none overlaps ``a`` other than
+    as exactly the same view (an elementwise kernel reads each element before writing it).
+    """
+    if method != "__call__" or options or len(out) != 1 or type(out[0]) is not DeviceArray:
+        return False
+    target = out[0]
+    if target._backend is not backend or not _lazy.can_fuse(backend, uf, loop):
+        return False
+    if loop[uf.nin] != target.dtype and not numpy.can_cast(loop[uf.nin], target.dtype, "same_kind"):
+        return False
+    if not all(type(x) is DeviceArray and x._backend is backend or type(x) in _WEAK or isinstance(x, numpy.generic)
+               for x in inputs):
+        return False
+    destination = target._native
+    shape = _broadcast_check(inputs)
+    if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
+        return False
+    array = _lazy.record(uf, loop, inputs, backend, target.shape)
+    if _lazy.reads_overlapping(array, backend, destination):
+        _lazy.discard(array)
+        return False
+    _lazy.before_write(backend, destination, skip=array)
+    _lazy.materialize(array, out=destination)
+    return True
 
 
 def _resolve_call(uf: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[numpy.dtype, ...]:

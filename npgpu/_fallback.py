@@ -15,6 +15,7 @@ import numpy
 from . import _config, _placement, _report
 from ._array import DeviceArray
 from ._errors import FallbackError, FallbackWarning
+from .fusion import lazy as _lazy
 
 logger = logging.getLogger("npgpu")
 
@@ -53,6 +54,9 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
     host_args = tuple(to_host_tree(a, copies) for a in args)
     host_kwargs = to_host_tree(kwargs, copies)
     result = call(*host_args, **host_kwargs)
+    if mutated and _lazy.pending_count():
+        for device in mutated:
+            _lazy.before_write(device._backend, device._native)
     for device in mutated:
         for dev, host in copies.values():
             if dev is device:

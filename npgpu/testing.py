@@ -1,8 +1,9 @@
-"""Differential testing: one test body takes ``xp``, runs as NumPy and as npgpu, results compared.
+"""numpy.testing for legacy code, plus npgpu's differential testing helpers.
 
-Compared: the type of result (a device backend must return device arrays), dtype, shape, values
-(integers and bools exactly, floats within per-dtype tolerances, NaN where NumPy has NaN), and
-the exception type when NumPy raises.
+``npgpu.testing.assert_allclose`` and friends are NumPy's (scripts call ``np.testing``). The
+differential helpers run one test body taking ``xp`` as NumPy and as npgpu and compare the type
+of result (a device backend must return device arrays), dtype, shape, values (integers and bools
+exactly, floats within per-dtype tolerances, NaN where NumPy has NaN) and exception types.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy
+from numpy.testing import *  # noqa: F403  (legacy `np.testing.assert_*` calls)
 
 from ._array import DeviceArray
 
@@ -136,3 +138,7 @@ def differential(rtol: float | None = None, atol: float = 0.0, **options: Any) -
         return test
 
     return decorate
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(numpy.testing, name)

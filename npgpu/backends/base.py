@@ -67,9 +67,37 @@ class Backend:
     def shares_memory(self, a: Any, b: Any) -> bool:
         raise NotImplementedError
 
+    def same_view(self, a: Any, b: Any) -> bool:
+        """Whether two natives are the very same view (same memory, offset, shape and strides)."""
+        return (getattr(a, "data", None) is getattr(b, "data", 0) and getattr(a, "offset", 0) == getattr(b, "offset", 0)
+                and a.shape == b.shape and a.strides == b.strides)
+
     def write(self, native: Any, host: numpy.ndarray) -> None:
         """Overwrite ``native`` (possibly a strided view) in place with ``host``'s values."""
         self.call_function(numpy.ndarray.__setitem__, (native, Ellipsis, self.from_host(host)), {})
+
+    # -- fusion (npgpu/fusion/lazy.py) ---------------------------------------
+    @property
+    def supports_fusion(self) -> bool:
+        """Backends with an elementwise launcher for IR graphs (``run_elementwise``) fuse."""
+        return hasattr(self, "run_elementwise")
+
+    def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
+                  out: Any = None) -> Any:
+        """Run an IR graph with one output over ``inputs`` broadcast to ``shape``; returns the output."""
+        if out is None:
+            out = self.empty(shape, graph.out_dtypes[0])  # type: ignore[attr-defined]
+        self.run_elementwise(graph, inputs, [out], scalars)  # type: ignore[attr-defined]
+        return out
+
+    def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
+                     axes: tuple[int, ...]) -> Any:
+        """Reduce an IR graph's output over ``axes`` with ``op`` in one kernel; None when not possible."""
+        map_reduce = getattr(self, "map_reduce", None)
+        if map_reduce is None:
+            return None
+        result, _ = map_reduce(graph, inputs, scalars, op, axes, graph.out_dtypes[0], None, shape)
+        return result
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:

@@ -1,0 +1,265 @@
+"""Lazy elementwise recording: ufunc calls on device arrays build a graph, run as one kernel.
+
+A pending device array knows its shape and dtype; its value is computed (materialized) when
+something needs it: a non-elementwise consumer, host conversion, a write into an array the
+graph reads, a graph-size limit, or ``npgpu.sync()``.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from .. import _report
+from . import ufuncs as _table
+from .ir import GraphBuilder, Node
+
+#: Graphs larger than this many ufunc nodes are materialized before growing further.
+MAX_NODES = 64
+
+#: numpy function name -> (map-reduce op, whether the result is divided by the count)
+REDUCTIONS = {"sum": ("add", False), "prod": ("multiply", False), "mean": ("add", True),
+              "max": ("maximum", False), "min": ("minimum", False), "amax": ("maximum", False),
+              "amin": ("minimum", False), "any": ("logical_or", False), "all": ("logical_and", False)}
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    """A scalar operand: a NumPy scalar of the dtype it enters the graph with (a kernel argument)."""
+
+    value: numpy.generic
+
+
+class Pending:
+    """A recorded ufunc call whose operands are device arrays (pending or not) and scalars."""
+
+    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes")
+
+    def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Any, ...],
+                 shape: tuple[int, ...], nodes: int) -> None:
+        self.ufunc = ufunc
+        self.loop = loop
+        self.operands = operands
+        self.shape = shape
+        self.dtype = loop[ufunc.nin]
+        self.nodes = nodes
+
+
+class _PendingArrays:
+    """Every pending array alive (by identity: arrays are unhashable), so writes and sync()
+    can find the graphs that must run first; an array that dies unused is simply forgotten."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref[Any]] = {}
+
+    def add(self, array: Any) -> None:
+        key = id(array)
+        self._refs[key] = weakref.ref(array, lambda _ref, key=key: self._refs.pop(key, None))
+
+    def discard(self, array: Any) -> None:
+        self._refs.pop(id(array), None)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __iter__(self) -> Any:
+        for ref in list(self._refs.values()):
+            array = ref()
+            if array is not None:
+                yield array
+
+
+_pending = _PendingArrays()
+
+
+def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
+    """Whether ``ufunc`` with ``loop`` can be recorded for ``backend`` (decided once per loop)."""
+    if ufunc.nout != 1 or not getattr(backend, "supports_fusion", False):
+        return False
+    return _table.supports_loop(ufunc, loop) and backend.supports_dtypes(loop)
+
+
+def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
+           shape: tuple[int, ...]) -> Any:
+    """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
+    from .._array import DeviceArray
+
+    operands: list[Any] = []
+    nodes = 1
+    for x, dt in zip(inputs, loop):
+        if type(x) is DeviceArray:
+            pending = x._pending
+            if pending is not None:
+                nodes += pending.nodes
+            operands.append(x)
+        elif isinstance(x, numpy.generic):
+            operands.append(ScalarArg(x))
+        else:  # a Python scalar is weak: it enters as the loop's dtype (NEP 50)
+            operands.append(ScalarArg(dt.type(x)))
+    if nodes > MAX_NODES:
+        for x in operands:
+            if type(x) is DeviceArray and x._pending is not None:
+                materialize(x)
+        nodes = 1
+    array = DeviceArray.pending(Pending(ufunc, loop, tuple(operands), shape, nodes), backend)
+    _pending.add(array)
+    _report.record(ufunc, "device")  # counted where the user called it; it runs inside a fused kernel
+    return array
+
+
+class _GraphState:
+    """Turns a tree of pending arrays into an IR graph plus its launch operands."""
+
+    def __init__(self) -> None:
+        self.builder = GraphBuilder()
+        self.inputs: list[Any] = []
+        self.scalars: list[numpy.generic] = []
+        self._leaves: dict[int, Node] = {}
+        self._memo: dict[int, Node] = {}
+        self.ops = 0
+
+    def node(self, x: Any) -> Node:
+        if isinstance(x, ScalarArg):
+            self.scalars.append(x.value)
+            return self.builder.scalar(x.value.dtype)
+        pending = x._pending
+        if pending is None:
+            native = x._data
+            leaf = self._leaves.get(id(native))
+            if leaf is None:
+                leaf = self._leaves[id(native)] = self.builder.input(native.dtype)
+                self.inputs.append(native)
+            return leaf
+        node = self._memo.get(id(x))
+        if node is None:
+            operands = [self.node(o) for o in pending.operands]
+            node = self.builder.apply(pending.ufunc, pending.loop, *operands)[0]
+            self._memo[id(x)] = node
+            self.ops += 1
+        return node
+
+
+def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
+    _report.record_kernel("kernels_launched")
+    _report.record_kernel("ops_fused", state.ops)
+    # each op folded into the kernel avoided writing and re-reading one temporary
+    _report.record_kernel("temporary_bytes_avoided", 2 * max(state.ops - 1, 0) * nbytes)
+    _report.record_kernel("fused_seconds", time.perf_counter() - started)
+
+
+def materialize(array: Any, out: Any = None) -> None:
+    """Compute a pending array with one kernel (into ``out``'s native when given)."""
+    pending = array._pending
+    if pending is None:
+        return
+    started = time.perf_counter()
+    backend = array._backend
+    state = _GraphState()
+    root = state.node(array)
+    graph = state.builder.build([root], [pending.dtype if out is None else out.dtype])
+    result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
+    array._data = result
+    array._pending = None
+    _pending.discard(array)
+    _launch_stats(state, result.nbytes, started)
+
+
+def reads_buffer(array: Any, backend: Any, native: Any) -> bool:
+    """Whether pending ``array``'s graph reads memory that ``native`` may share."""
+    stack = [array]
+    while stack:
+        x = stack.pop()
+        pending = x._pending
+        if pending is None:
+            if x._backend is backend and backend.shares_memory(x._data, native):
+                return True
+            continue
+        stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
+    return False
+
+
+def reads_overlapping(array: Any, backend: Any, native: Any) -> bool:
+    """Whether the graph reads memory overlapping ``native`` other than as the very same view."""
+    stack = [array]
+    while stack:
+        x = stack.pop()
+        pending = x._pending
+        if pending is None:
+            if backend.shares_memory(x._data, native) and not backend.same_view(x._data, native):
+                return True
+            continue
+        stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
+    return False
+
+
+def discard(array: Any) -> None:
+    """Forget a recorded array that will never be computed."""
+    _pending.discard(array)
+
+
+def before_write(backend: Any, native: Any, skip: Any = None) -> None:
+    """Run every pending graph that reads ``native``'s memory: a write is about to change it."""
+    for array in list(_pending):
+        if array is not skip and array._backend is backend and reads_buffer(array, backend, native):
+            materialize(array)
+
+
+def flush_all() -> None:
+    """Materialize every pending array (``npgpu.sync()``)."""
+    for array in list(_pending):
+        materialize(array)
+
+
+def pending_count() -> int:
+    return len(_pending)
+
+
+def _divide(backend: Any, total: Any, count: int, result_dtype: numpy.dtype) -> Any:
+    """mean = sum / count, with the loop NumPy's mean uses (a weak Python int divisor)."""
+    loop = tuple(numpy.true_divide.resolve_dtypes((total.dtype, int, None)))
+    b = GraphBuilder()
+    quotient = b.apply(numpy.true_divide, loop, b.input(total.dtype), b.scalar(loop[1]))[0]
+    graph = b.build([quotient], [result_dtype])
+    return backend.run_fused(graph, [total], [loop[1].type(count)], tuple(total.shape))
+
+
+def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
+    """A reduction of a pending graph as one map-reduce kernel; None when the backend can't."""
+    backend = array._backend
+    if not hasattr(backend, "reduce_fused"):
+        return None
+    op, divide = REDUCTIONS[func_name]
+    pending = array._pending
+    ndim = len(pending.shape)
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
+    probe = numpy.zeros(1, pending.dtype)
+    result_dtype = getattr(numpy, func_name)(probe).dtype
+    acc_dtype = numpy.dtype(numpy.float64) if divide and pending.dtype.kind in "biu" else result_dtype
+    if not backend.supports_dtypes((acc_dtype,)) or (divide and acc_dtype.kind not in "fc"):
+        return None
+    state = _GraphState()
+    count = int(numpy.prod([pending.shape[a] for a in axes])) if axes else 1
+    if count == 0 and (divide or op in ("maximum", "minimum")):
+        return None  # NumPy's error or warning comes from the eager path
+    started = time.perf_counter()
+    root = state.node(array)
+    graph = state.builder.build([root], [acc_dtype])
+    native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
+    if native is None:
+        return None
+    if divide:
+        native = _divide(backend, native, count, result_dtype)
+    if keepdims:
+        kept = tuple(1 if d in axes else n for d, n in enumerate(pending.shape))
+        native = backend.call_function(numpy.reshape, (native, kept), {})
+    _report.record(getattr(numpy, func_name), "device")
+    _launch_stats(state, 0, started)
+    return native
