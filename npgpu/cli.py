@@ -73,6 +73,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--threshold", type=int, default=None, metavar="BYTES", help="device from this size on (0: everything)"
     )
+    parser.add_argument("--no-fusion", action="store_true", help="launch every elementwise call on its own")
     parser.add_argument("--report", action="store_true", help="print npgpu.report() to stderr at exit")
     parser.add_argument("--report-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument("script")
@@ -109,7 +110,7 @@ def _cmd_run(tokens: Sequence[str]) -> int:
     import npgpu
     from npgpu import legacy
 
-    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold)
+    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold, not opts.no_fusion)
     if status is not None:
         return status
     try:
@@ -130,7 +131,9 @@ def _cmd_run(tokens: Sequence[str]) -> int:
     return 0
 
 
-def _enable(npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None) -> int | None:
+def _enable(
+    npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None, fusion: bool
+) -> int | None:
     """Turn acceleration on for the whole process; an exit status when that is impossible."""
     from npgpu import backends
 
@@ -139,7 +142,7 @@ def _enable(npgpu: types.ModuleType, backend: str, on_fallback: str | None, thre
         if reason is not None:
             sys.stderr.write(f"npgpu run: the {backend} backend can't run here: {reason}\n")
             return 2
-    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold)
+    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold, fusion=fusion)
     return None
 
 
@@ -208,7 +211,7 @@ _BENCH_VALUE_OPTIONS = {
     "--on-fallback",
     "--threshold",
 }
-_BENCH_FLAGS = {"--json", "--keep", "-h", "--help"}
+_BENCH_FLAGS = {"--json", "--keep", "--no-fusion", "-h", "--help"}
 
 
 def _bench_parser() -> argparse.ArgumentParser:
@@ -234,6 +237,7 @@ def _bench_parser() -> argparse.ArgumentParser:
     parser.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
     parser.add_argument("--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"))
     parser.add_argument("--threshold", type=int, default=None, metavar="BYTES", help="passed to npgpu run")
+    parser.add_argument("--no-fusion", action="store_true", help="passed to npgpu run")
     parser.add_argument("--keep", action="store_true", help="keep the runs' working directories")
     parser.add_argument("script")
     parser.add_argument("args", nargs="*")
@@ -294,6 +298,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
         "npgpu": [opts.python, "-m", "npgpu", "run", "--backend", opts.backend]
         + (["--on-fallback", opts.on_fallback] if opts.on_fallback else [])
         + (["--threshold", str(opts.threshold)] if opts.threshold is not None else [])
+        + (["--no-fusion"] if opts.no_fusion else [])
         + ["--report-json", "REPORT", script, *opts.args],
     }
     env = _bench_env()
