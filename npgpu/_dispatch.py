@@ -222,7 +222,9 @@ def _reason(func: Any, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any], 
 def _operand_dtype(x: Any) -> Any:
     if isinstance(x, (DeviceArray, numpy.ndarray, numpy.generic)):
         return x.dtype
-    if isinstance(x, (bool, int, float, complex)):
+    if isinstance(x, bool):
+        return numpy.dtype(bool)
+    if isinstance(x, (int, float, complex)):
         return type(x)  # NEP 50: Python scalars are weak
     return numpy.asarray(x).dtype
 
@@ -238,6 +240,7 @@ def _check_python_ints(inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...]) -
 # (ufunc, operand dtypes or weak scalar types, backend) -> (loop dtypes, backend supports it)
 _LOOPS: dict[tuple[Any, ...], tuple[tuple[numpy.dtype, ...], bool]] = {}
 _WEAK = (int, float, complex, bool)
+_BOOL = numpy.dtype(bool)  # a Python bool is NumPy's bool, not a weak scalar
 
 
 def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
@@ -264,7 +267,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
             elif operand.shape != shape:
                 same_shape = False
         elif type(x) in _WEAK:
-            key.append(type(x))
+            key.append(_BOOL if type(x) is bool else type(x))
         elif isinstance(x, numpy.generic):
             key.append(x.dtype)
         else:
@@ -276,8 +279,9 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
     cached = _LOOPS.get(cache_key)
     if cached is None:
         loop = tuple(uf.resolve_dtypes(tuple(key[1:-1]) + (None,) * uf.nout))
+        operands = tuple(k for k in key[1:-1] if isinstance(k, numpy.dtype))
         cached = _LOOPS[cache_key] = (loop, bool(backend.supports_ufunc(uf, "__call__", loop, {})),
-                                      _lazy.can_fuse(backend, uf, loop))
+                                      _lazy.can_fuse(backend, uf, loop, operands))
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented
@@ -387,7 +391,8 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     if method != "__call__" or options or len(out) != 1 or type(out[0]) is not DeviceArray:
         return False
     target = out[0]
-    if target._backend is not backend or not _lazy.can_fuse(backend, uf, loop):
+    operands = tuple(x.dtype for x in inputs if type(x) is DeviceArray)
+    if target._backend is not backend or not _lazy.can_fuse(backend, uf, loop, operands + (target.dtype,)):
         return False
     if loop[uf.nin] != target.dtype and not numpy.can_cast(loop[uf.nin], target.dtype, "same_kind"):
         return False

@@ -13,6 +13,20 @@ from typing import Any, ClassVar
 import numpy
 
 
+def reduction_identity(op: str, dtype: numpy.dtype) -> Any:
+    """The value a reduction with ``op`` starts from, in ``dtype``."""
+    if op in ("add", "logical_or"):
+        return dtype.type(0)
+    if op in ("multiply", "logical_and"):
+        return dtype.type(1)
+    if dtype.kind == "f":
+        return dtype.type(-numpy.inf if op == "maximum" else numpy.inf)
+    if dtype.kind == "b":
+        return dtype.type(op == "minimum")
+    info = numpy.iinfo(dtype)
+    return dtype.type(info.min if op == "maximum" else info.max)
+
+
 class Backend:
     """Base class of the device backends.
 
@@ -96,7 +110,8 @@ class Backend:
         map_reduce = getattr(self, "map_reduce", None)
         if map_reduce is None:
             return None
-        result, _ = map_reduce(graph, inputs, scalars, op, axes, graph.out_dtypes[0], None, shape)
+        acc = graph.out_dtypes[0]
+        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, reduction_identity(op, acc), shape)
         return result
 
     # -- compute ------------------------------------------------------------

@@ -77,11 +77,14 @@ class _PendingArrays:
 _pending = _PendingArrays()
 
 
-def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
-    """Whether ``ufunc`` with ``loop`` can be recorded for ``backend`` (decided once per loop)."""
+def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
+             operands: tuple[numpy.dtype, ...] = ()) -> bool:
+    """Whether ``ufunc`` with ``loop`` over arrays of ``operands`` dtypes can be recorded for ``backend``."""
     if ufunc.nout != 1 or not getattr(backend, "supports_fusion", False):
         return False
-    return _table.supports_loop(ufunc, loop) and backend.supports_dtypes(loop)
+    dtypes = loop + operands
+    return (all(_table.is_supported_dtype(dt) for dt in dtypes) and _table.supports_loop(ufunc, loop)
+            and backend.supports_dtypes(dtypes))
 
 
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,

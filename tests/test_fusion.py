@@ -1,0 +1,270 @@
+"""Fusion: recorded elementwise graphs give NumPy's answers, run when needed, and fuse for real."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+from conftest import BACKEND_PARAMS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import npgpu
+from npgpu.fusion import lazy
+from npgpu.testing import backend_context
+
+FUSING = [p for p in BACKEND_PARAMS if p.values[0] in ("emulated", "opencl", "cupy")]
+
+
+@pytest.fixture(params=FUSING)
+def fusing(request):
+    with backend_context(request.param):
+        yield request.param
+
+
+def _kernels() -> float:
+    return npgpu.report().kernels.get("kernels_launched", 0)
+
+
+def _e8(xp, a, b, c):
+    return ((a * b + c) * a - b) / (c + 1.5) + xp.sqrt(xp.abs(a)) * 0.5 - xp.exp(-b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_e8_is_one_kernel_with_numpys_answer(fusing, dtype):
+    rng = numpy.random.default_rng(0)
+    host = [rng.standard_normal(1000).astype(dtype) for _ in range(3)]
+    a, b, c = (npgpu.asarray(h) for h in host)
+    npgpu.report(reset=True)
+    e = _e8(npgpu, a, b, c)
+    assert e._pending is not None and e.shape == (1000,) and e.dtype == dtype
+    assert _kernels() == 0  # nothing ran yet
+    got = npgpu.asnumpy(e)
+    assert _kernels() == 1
+    assert npgpu.report().kernels["ops_fused"] == 13
+    with numpy.errstate(all="ignore"):
+        want = _e8(numpy, *host)
+    # float32: a device's exp/sqrt may differ from NumPy's by an ulp, and E8 cancels
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+    numpy.testing.assert_allclose(got, want, **tolerance)
+    assert got.dtype == want.dtype
+
+
+def test_fusion_off(device_backend):
+    with backend_context(device_backend, fusion=False):
+        a = npgpu.arange(10.0)
+        b = a * 2 + 1
+        assert b._pending is None
+
+
+@pytest.mark.parametrize("trigger", ["print", "host", "scalar", "index", "function", "sync", "iterate"])
+def test_value_needed_triggers(fusing, trigger, capsys):
+    a = npgpu.arange(6.0)
+    b = a * 2 + 1
+    assert b._pending is not None
+    if trigger == "print":
+        print(b)
+        assert capsys.readouterr().out.strip() == str(numpy.arange(6.0) * 2 + 1)
+    elif trigger == "host":
+        assert numpy.asarray(b).tolist() == [1, 3, 5, 7, 9, 11]
+    elif trigger == "scalar":
+        assert float(b[2]) == 5.0
+    elif trigger == "index":
+        assert b[1:3].tolist() == [3.0, 5.0]
+    elif trigger == "function":
+        assert npgpu.concatenate([b, b]).shape == (12,)
+    elif trigger == "sync":
+        npgpu.sync()
+    elif trigger == "iterate":
+        assert [float(x) for x in b] == [1, 3, 5, 7, 9, 11]
+    assert b._pending is None
+    assert lazy.pending_count() == 0 or trigger not in ("sync",)
+
+
+@pytest.mark.parametrize("write", ["iadd", "setitem", "copyto", "fill", "out"])
+def test_writes_run_the_graphs_that_read_the_memory_first(fusing, write):
+    x = npgpu.arange(5.0)
+    view = x[1:]
+    y = x * 2  # reads x
+    z = view + 10  # reads x through a view
+    if write == "iadd":
+        x += 100
+    elif write == "setitem":
+        x[...] = 100
+    elif write == "copyto":
+        npgpu.copyto(x, 100.0)
+    elif write == "fill":
+        x.fill(100)
+    else:
+        npgpu.add(x, 0, out=x) if False else npgpu.multiply(x, 0, out=x)
+    assert y.tolist() == [0, 2, 4, 6, 8]
+    assert z.tolist() == [11, 12, 13, 14]
+
+
+def test_inplace_chain_runs_into_target(fusing):
+    a = npgpu.asarray(numpy.arange(8.0))
+    b = npgpu.asarray(numpy.full(8, 2.0))
+    npgpu.report(reset=True)
+    a += b * b - 1
+    a *= 0.5
+    expected = (numpy.arange(8.0) + 3) * 0.5
+    assert a.tolist() == expected.tolist()
+    assert _kernels() == 2  # each statement one kernel, no temporaries
+
+
+def test_overlapping_inplace_is_as_if_buffered(fusing):
+    host = numpy.arange(10.0)
+    a = npgpu.asarray(host.copy())
+    a[1:] += a[:-1] * 1
+    host[1:] += host[:-1] * 1
+    assert a.tolist() == host.tolist()
+
+
+def test_views_and_host_operands_mix(fusing):
+    host = numpy.arange(12.0).reshape(3, 4)
+    a = npgpu.asarray(host)
+    r = a.T * 2 + numpy.arange(3.0) - a[::-1].T + a[:, ::2].T[:1]
+    want = host.T * 2 + numpy.arange(3.0) - host[::-1].T + host[:, ::2].T[:1]
+    assert npgpu.asnumpy(r).tolist() == want.tolist()
+
+
+def test_reductions_of_pending_graphs_are_one_kernel(fusing):
+    rng = numpy.random.default_rng(1)
+    hx, hy = rng.standard_normal((50, 40)), rng.standard_normal((50, 40))
+    x, y = npgpu.asarray(hx), npgpu.asarray(hy)
+    npgpu.report(reset=True)
+    total = npgpu.sum(x * y)
+    mse = npgpu.mean((x - y) ** 2, axis=0)
+    peak = npgpu.max(npgpu.abs(x - y))
+    cols = (x * 2).sum(axis=1, keepdims=True)
+    numpy.testing.assert_allclose(float(total), (hx * hy).sum(), rtol=1e-12)
+    numpy.testing.assert_allclose(npgpu.asnumpy(mse), ((hx - hy) ** 2).mean(axis=0), rtol=1e-12)
+    assert float(peak) == numpy.abs(hx - hy).max()
+    assert npgpu.asnumpy(cols).shape == (50, 1)
+    numpy.testing.assert_allclose(npgpu.asnumpy(cols), (hx * 2).sum(axis=1, keepdims=True), rtol=1e-12)
+    if fusing != "cupy":  # CuPy fuses sum/mean/prod; max of a graph runs as graph + reduction there
+        assert _kernels() >= 4
+
+
+def test_graph_size_limit(fusing):
+    a = npgpu.arange(4.0)
+    b = a
+    for _ in range(lazy.MAX_NODES + 5):
+        b = b + 1
+    assert b._pending is not None and b._pending.nodes <= lazy.MAX_NODES
+    assert b.tolist() == (numpy.arange(4.0) + lazy.MAX_NODES + 5).tolist()
+
+
+def test_scalar_values_are_arguments_not_source(fusing):
+    a = npgpu.arange(4.0)
+    npgpu.asnumpy(a * 1.5 + 2)  # compile once
+    backend = a._backend
+    before = _cache_size(backend)
+    results = [npgpu.asnumpy(a * float(k) + k).tolist() for k in range(5)]
+    assert results[3] == (numpy.arange(4.0) * 3.0 + 3).tolist()
+    if before is not None:
+        assert _cache_size(backend) == before
+
+
+def _cache_size(backend):
+    if hasattr(backend, "_kernels"):
+        return len(backend._kernels)
+    info = getattr(backend, "cache_info", None)
+    return None if info is None else info().get("size", info().get("currsize")) if isinstance(info(), dict) else None
+
+
+def test_casts_are_graph_nodes(fusing):
+    i8 = npgpu.asarray(numpy.array([100, 120, -128], dtype=numpy.int8))
+    f32 = npgpu.asarray(numpy.array([0.5, 1.5, 2.5], dtype=numpy.float32))
+    r = (i8 + i8) * f32 + 1  # int8 wraps first, then promotes to float32
+    hi8, hf32 = numpy.array([100, 120, -128], dtype=numpy.int8), numpy.array([0.5, 1.5, 2.5], dtype=numpy.float32)
+    want = (hi8 + hi8) * hf32 + 1
+    assert r.dtype == want.dtype
+    assert npgpu.asnumpy(r).tolist() == want.tolist()
+
+
+def test_report_shows_fusion(fusing):
+    npgpu.report(reset=True)
+    a = npgpu.arange(100.0)
+    npgpu.asnumpy(npgpu.sin(a) * 2 + a**2)
+    kernels = npgpu.report().kernels
+    assert kernels["kernels_launched"] == 1 and kernels["ops_fused"] == 4
+    assert kernels["temporary_bytes_avoided"] == 2 * 3 * 800
+    assert "kernels_launched=1" in str(npgpu.report())
+
+
+# -- property tests: random expression trees against NumPy ------------------------------------
+
+DTYPES = ["bool", "int8", "int32", "int64", "uint8", "uint16", "float32", "float64"]
+BINARY = [numpy.add, numpy.subtract, numpy.multiply, numpy.maximum, numpy.minimum, numpy.less, numpy.equal,
+          numpy.true_divide, numpy.logical_and]
+UNARY = [numpy.absolute, numpy.negative, numpy.sqrt, numpy.sin, numpy.logical_not, numpy.square]
+
+
+@st.composite
+def expressions(draw):
+    shapes = draw(st.sampled_from([[(6,), (6,), (1,)], [(3, 4), (4,), (3, 1)], [(2, 1, 3), (4, 1), (3,)]]))
+    dtypes = [draw(st.sampled_from(DTYPES)) for _ in shapes]
+    seeds = draw(st.lists(st.integers(0, 2**16), min_size=3, max_size=3))
+
+    def tree(depth):
+        choice = draw(st.integers(0, 9 if depth < 3 else 3))
+        if choice <= 2:
+            return ("leaf", choice)
+        if choice == 3:
+            return ("scalar", draw(st.sampled_from([2, -3, 0.5, True, numpy.float32(1.25), numpy.int16(7)])))
+        if choice <= 6:
+            return ("unary", draw(st.sampled_from(UNARY)), tree(depth + 1))
+        return ("binary", draw(st.sampled_from(BINARY)), tree(depth + 1), tree(depth + 1))
+
+    return shapes, dtypes, seeds, tree(0)
+
+
+def _host(shape, dtype, seed):
+    rng = numpy.random.default_rng(seed)
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) > 0.5
+    if dt.kind in "iu":
+        return rng.integers(0 if dt.kind == "u" else -20, 20, shape).astype(dt)
+    return (rng.standard_normal(shape) * 4).astype(dt)
+
+
+def _build(xp, node, leaves):
+    kind = node[0]
+    if kind == "leaf":
+        return leaves[node[1]]
+    if kind == "scalar":
+        return node[1]
+    ufunc = getattr(xp, node[1].__name__)
+    if kind == "unary":
+        return ufunc(_build(xp, node[2], leaves))
+    return ufunc(_build(xp, node[2], leaves), _build(xp, node[3], leaves))
+
+
+def _property(backend, case):
+    shapes, dtypes, seeds, node = case
+    hosts = [_host(s, d, seed) for s, d, seed in zip(shapes, dtypes, seeds)]
+    try:
+        with numpy.errstate(all="ignore"):
+            want = numpy.asarray(_build(numpy, node, hosts))
+    except (TypeError, OverflowError) as error:  # NumPy refuses (e.g. negative of bool): so must npgpu
+        with backend_context(backend), numpy.errstate(all="ignore"):
+            with pytest.raises(type(error)):
+                _build(npgpu, node, [npgpu.asarray(h) for h in hosts])
+        return
+    with backend_context(backend), numpy.errstate(all="ignore"):
+        got = _build(npgpu, node, [npgpu.asarray(h) for h in hosts])
+        got = npgpu.asnumpy(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "f":
+        rtol = 1e-5 if want.dtype == numpy.float32 else 1e-12
+        numpy.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
+    else:
+        numpy.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", FUSING)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=expressions())
+def test_random_expression_trees_match_numpy(backend, case):
+    _property(backend, case)
