@@ -202,6 +202,8 @@ class OpenCLBackend(Backend):
         self.local_size = int(local_size or min(256, self.device.max_work_group_size))
         # reductions: parts per output row; enough work-items to fill every compute unit
         self.parallelism = self.device.max_compute_units * (512 if self.is_cpu else 2048)
+        #: accumulators per work-item of a reduction on a CPU device (codegen.ReduceLayout.unroll)
+        self.reduce_unroll = 8
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
@@ -556,6 +558,8 @@ class OpenCLBackend(Backend):
         The entry point fusion uses for a reduction of a pending graph.
         """
         acc_dtype = numpy.dtype(acc_dtype)
+        if initial is None:
+            initial = _identity(op, acc_dtype)
         kept = [d for d in range(len(shape)) if d not in axes]
         out_shape = tuple(shape[d] for d in kept)
         m = math.prod(out_shape)
@@ -638,8 +642,12 @@ class OpenCLBackend(Backend):
         index_input,
     ) -> None:  # noqa: ANN001
         big = max(m * parts, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
+        # GPUs: interleaved parts (coalesced loads).  CPUs (PoCL): each part one contiguous chunk,
+        # several independent accumulators per work-item -- interleaved parts measured 20x slower there.
+        interleaved = parts > 1 and not self.is_cpu
+        unroll = self.reduce_unroll if self.is_cpu and len(ishape) == 1 and op not in codegen.ARG_REDUCTIONS else 1
         layout = codegen.ReduceLayout(
-            len(oshape), len(ishape), interleaved=parts > 1, index_input=index_input, index64=big
+            len(oshape), len(ishape), interleaved=interleaved, index_input=index_input, index64=big, unroll=unroll
         )
         kernel = self._build(
             ("mr", graph, op, acc_dtype, layout), lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl")

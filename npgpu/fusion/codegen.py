@@ -230,7 +230,11 @@ class ReduceLayout:
     range; ``interleaved`` parts step by ``parts`` (coalesced on GPUs), otherwise each
     part is one contiguous chunk (cache-friendly on CPUs).  ``index_input``: for arg
     reductions, the candidate index is read from an extra int64 input (second stage)
-    rather than the position.
+    rather than the position.  ``unroll`` > 1 (chunked parts, one reduced dimension, not
+    an arg reduction): each work-item keeps ``unroll`` independent accumulators over
+    consecutive elements -- no dependent chain of additions, so CPUs (PoCL) run at memory
+    speed; float sums fold them pairwise every ``unroll * 16`` elements into a compensated
+    (Kahan) total, as accurate as NumPy's pairwise sum.
     """
 
     outer_ndim: int
@@ -238,6 +242,7 @@ class ReduceLayout:
     interleaved: bool = False
     index_input: bool = False
     index64: bool = True
+    unroll: int = 1
 
 
 def map_reduce(
@@ -293,6 +298,9 @@ def map_reduce(
         sig.array("idx_out", "idx_off", numpy.dtype(numpy.int64), typed=True, const=False)
 
     act = _table.ctype(acc_dtype)
+    unroll = layout.unroll if (layout.unroll > 1 and not is_arg and not layout.interleaved and ni == 1) else 1
+    if unroll & (unroll - 1):
+        raise ValueError(f"unroll must be a power of two, not {unroll}")
     body = [f"{idx} g = {sig.gid()};", "if (g >= m * parts) return;", f"{idx} mi = g / parts;", f"{idx} p = g % parts;"]
     body.append(f"{idx} r = mi;")
     for d in range(no - 1, -1, -1):
@@ -300,12 +308,20 @@ def map_reduce(
     for p in ops:
         terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
         body.append(f"{idx} {p}_base = {terms};")
+    if unroll > 1:
+        stmts, results, helpers = _unrolled_reduce(graph, op, acc_dtype, ops, scalar_names, dialect, idx, unroll)
+        body.extend(stmts)
+        body.append("acc_out[acc_off + g] = acc;")
+        fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
+        src = _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"]
+        src += ["  " + b for b in body] + ["}"]
+        return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+    kahan = op == "add" and acc_dtype.kind == "f"
     if layout.interleaved:
         body.append(f"{idx} kk0 = p, kk1 = k, step = parts;")
     else:
         body.append(f"{idx} chunk = (k + parts - 1) / parts;")
         body.append(f"{idx} kk0 = p * chunk, kk1 = kk0 + chunk < k ? kk0 + chunk : k, step = 1;")
-    kahan = op == "add" and acc_dtype.kind == "f"
     body.append(f"{act} acc = init;")
     if kahan:
         # compensated summation: NumPy sums pairwise, a plain serial chunk would lose digits
@@ -357,6 +373,88 @@ def map_reduce(
         _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
     )
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+#: identity of each combining op for the extra accumulators of an unrolled reduction (None:
+#: idempotent, the extra accumulators start from ``init`` too)
+_LANE_IDENTITY = {"add": "0", "multiply": "1", "logical_or": "0", "logical_and": "1", "bitwise_or": "0",
+                  "bitwise_xor": "0", "bitwise_and": "~0"}
+
+
+def _unrolled_reduce(
+    graph: Graph, op: str, acc_dtype: numpy.dtype, ops: list[str], scalar_names: list[str], dialect: str, idx: str,
+    unroll: int,
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """Statements of a chunked, ``unroll``-way unrolled reduction of one dimension (see ReduceLayout)."""
+    act = _table.ctype(acc_dtype)
+    kahan = op == "add" and acc_dtype.kind == "f"
+    combine_helpers: dict[str, str] = {}
+
+    def combine(x: str, y: str) -> str:
+        expr, needed = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, [x, y], 0, dialect)
+        combine_helpers.update(needed)
+        return expr
+
+    def element(position: str, target: str) -> tuple[list[str], dict[str, str]]:
+        load = {}
+        for i, dt in enumerate(graph.inputs):
+            p = ops[i]
+            load[i] = f"(*{_ptr_cast(dialect, _table.ctype(dt), True)}(({p}) + ({p}_base + ({position}) * {p}_ist0)))"
+        stmts, results, helpers = emit_body(graph, dialect, load, scalar_names)
+        val = results[0]
+        if graph.out_dtypes[0] != acc_dtype:
+            val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+        return ["{", *("  " + s for s in stmts), f"  {target} = {combine(target, val)};", "}"], helpers
+
+    lanes = [f"a{u}" for u in range(unroll)]
+    ident = _LANE_IDENTITY.get(op)
+    out: list[str] = [
+        f"{idx} chunk = (k + parts - 1) / parts;",
+        f"chunk = (chunk + {unroll - 1}) / {unroll} * {unroll};",
+        f"{idx} kk0 = p * chunk, kk1 = kk0 + chunk < k ? kk0 + chunk : k;",
+        f"{idx} kk = kk0;",
+        f"{act} acc = init;",
+    ]
+    helpers: dict[str, str] = {}
+    step: list[str] = []
+    for u, lane in enumerate(lanes):
+        stmts, needed = element(f"kk + {u}", lane)
+        helpers.update(needed)
+        step.extend(stmts)
+    tail, needed = element("kk", "acc")
+    helpers.update(needed)
+    if kahan:
+        # blocks of unroll*16 elements: independent lanes summed pairwise, blocks added with compensation
+        pairs = list(lanes)
+        while len(pairs) > 1:
+            pairs = [f"({pairs[i]} + {pairs[i + 1]})" for i in range(0, len(pairs), 2)]
+        out += [
+            f"{act} comp = 0;",
+            f"while (kk + {unroll} <= kk1) {{",
+            "  " + " ".join(f"{act} {lane} = 0;" for lane in lanes),
+            f"  {idx} stop = kk1 - {unroll - 1} < kk + {unroll * 16} ? kk1 - {unroll - 1} : kk + {unroll * 16};",
+            f"  for (; kk < stop; kk += {unroll}) {{",
+            *("    " + s for s in step),
+            "  }",
+            f"  {act} y = {pairs[0]} - comp; {act} tt = acc + y; comp = isfinite(tt) ? (tt - acc) - y : 0; acc = tt;",
+            "}",
+            f"for (; kk < kk1; kk++) {{ {act} b0 = 0;",
+        ]
+        tail_b, _ = element("kk", "b0")
+        out += ["  " + s for s in tail_b]
+        out += [f"  {act} y = b0 - comp; {act} tt = acc + y; comp = isfinite(tt) ? (tt - acc) - y : 0; acc = tt;", "}"]
+    else:
+        start = "init" if ident is None else ident
+        out += [f"{act} {lane} = {start};" for lane in lanes]
+        out += [f"for (; kk + {unroll} <= kk1; kk += {unroll}) {{", *("  " + s for s in step), "}"]
+        out += ["for (; kk < kk1; kk++) {", *("  " + s for s in tail), "}"]
+        names = list(lanes)
+        while len(names) > 1:
+            out += [f"{names[i]} = {combine(names[i], names[i + 1])};" for i in range(0, len(names), 2)]
+            names = names[::2]
+        out.append(f"acc = {combine('acc', names[0])};")
+    helpers.update(combine_helpers)
+    return out, [], helpers
 
 
 def scan(
