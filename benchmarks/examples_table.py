@@ -36,11 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--out", default=None, help="default: benchmarks/results/examples-BACKEND-SIZE.md")
+    parser.add_argument("--only", nargs="*", default=None, help="script names to run (default: all)")
     opts = parser.parse_args(argv)
     sizes = MID_ARGS if opts.size == "mid" else LARGE_ARGS
     out = opts.out or os.path.join(os.path.dirname(__file__), "results", f"examples-{opts.backend}-{opts.size}.md")
     rows, failed = [], False
     for script, args in sorted(sizes.items()):
+        if opts.only is not None and script not in opts.only:
+            continue
         command = [sys.executable, "-m", "npgpu", "bench", "--json", "--backend", opts.backend]
         command += ["--repeat", str(opts.repeat), "--warmup", str(opts.warmup), os.path.join(EXAMPLES, script), *args]
         sys.stderr.write(f"{script} {' '.join(args)}\n")
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {script} | {' '.join(args)} | {doc['numpy']['median']:.3f} | {doc['npgpu']['median']:.3f} "
             f"| {doc['speedup']:.2f}x | {'yes' if doc['agree'] else 'NO'} |"
         )
+        sys.stderr.write(rows[-1] + "\n")  # a row as soon as it is measured: long runs may be cut short
     header = [
         f"# npgpu examples, backend {opts.backend}, {opts.size} sizes",
         "",

@@ -176,6 +176,11 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
 
 
 def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
+    if args and backend.is_native(args[0]) and not backend.is_host:
+        # The backend's own array (a cupy.ndarray, say): adopt it, as cupy.asarray would.
+        native = backend.call_function(func, args, kwargs) if func in backend.functions else args[0]
+        _report.record(func, "device")
+        return DeviceArray(native, backend)
     host = func(*args, **kwargs)
     if (isinstance(host, numpy.ndarray) and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):

@@ -725,9 +725,12 @@ def _thresholds(available: dict[str, Any]) -> dict[str, Any]:
     state = _config.current()
     found: dict[str, Any] = {"explicit (enable(threshold=...))": state.threshold}
     if state.backend is not None:
-        found[f"in force now ({state.backend.name}) bytes"] = _placement.threshold_bytes(state)
+        found[f"in force now ({state.backend.name}) creation bytes"] = _placement.threshold_bytes(state)
+        found[f"in force now ({state.backend.name}) upload bytes"] = _placement.upload_threshold_bytes(state)
     for name, backend in available.items():
-        found[f"{name} default bytes"] = _placement.threshold_bytes(replace(state, backend=backend, threshold=None))
+        default = replace(state, backend=backend, threshold=None)
+        found[f"{name} creation bytes"] = _placement.threshold_bytes(default)
+        found[f"{name} upload bytes"] = _placement.upload_threshold_bytes(default)
     return found
 
 
