@@ -176,7 +176,7 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
 
 
 def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
-    if args and backend.is_native(args[0]) and not backend.is_host:
+    if args and not isinstance(args[0], numpy.ndarray) and backend.is_native(args[0]):
         # The backend's own array (a cupy.ndarray, say): adopt it, as cupy.asarray would.
         native = backend.call_function(func, args, kwargs) if func in backend.functions else args[0]
         _report.record(func, "device")

@@ -6,13 +6,14 @@ and go through the dispatcher when it is on; types, dtypes and constants are Num
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy
 
-from . import _config, _dispatch
+from . import _config, _dispatch, _placement, _report
 from ._array import DeviceArray
 
 _state_get = _config._state.get
@@ -44,6 +45,38 @@ class _UfuncMeta(type):
 
 class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
     """``isinstance(f, npgpu.ufunc)`` is true for NumPy's ufuncs and npgpu's wrappers of them."""
+
+
+_ndarray = numpy.ndarray
+_HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
+                           numpy.int32, numpy.bool_, numpy.complex128})
+# Functions whose placement depends on more than their array arguments' sizes.
+_SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | {numpy.asarray, numpy.array, numpy.asanyarray,
+                                                       numpy.ascontiguousarray, numpy.asfortranarray}
+
+
+def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """True when every operand is a host array or plain value and together they are too small
+    to move: the call stays in NumPy without going through the dispatcher (small code stays fast)."""
+    nbytes = 0
+    for x in args:
+        t = type(x)
+        if t is _ndarray:
+            nbytes += x.nbytes
+        elif t not in _HOST_SCALARS:
+            if t is tuple and all(type(i) is int for i in x):
+                continue
+            return False
+    for x in kwargs.values():
+        t = type(x)
+        if t is _ndarray:
+            nbytes += x.nbytes
+        elif t not in _HOST_SCALARS and not (t is tuple and all(type(i) is int for i in x)):
+            return False
+    limit = state.threshold
+    if limit is None:
+        limit = state.backend.upload_threshold_bytes
+    return nbytes < limit
 
 
 def _on() -> bool:
@@ -78,6 +111,9 @@ class Ufunc:
         state = _state_get() or _config._default
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
+        if not kwargs and _small_host_call(state, args, kwargs):
+            _report.record_host_call(self._ufunc, sys._getframe(1))
+            return self._ufunc(*args)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs)
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -127,9 +163,14 @@ def _ufunc_by_name(name: str) -> Any:
 def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
     """A function that is ``func`` while acceleration is off and dispatched while it is on."""
 
+    fast = func not in _SIZE_DECIDES
+
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = _state_get() or _config._default
         if state.backend is None:
+            return func(*args, **kwargs)
+        if fast and _small_host_call(state, args, kwargs):
+            _report.record_host_call(func, sys._getframe(1))
             return func(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 

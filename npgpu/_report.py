@@ -82,6 +82,24 @@ def record(func: Any, where: str, *, reason: str | None = None) -> None:
         _calls[key] = _calls.get(key, 0) + 1
 
 
+# Small host calls are the hot path of code on small arrays: each thread counts them in its own
+# table, without a lock, keyed by (function, code object, line); reports merge the tables.
+_local = threading.local()
+_host_tables: list[dict[tuple[Any, Any, int], int]] = []
+
+
+def record_host_call(func: Any, frame: Any) -> None:
+    """Count a call the namespace door kept in NumPy; ``frame`` is the user's (no stack walk)."""
+    try:
+        table = _local.table
+    except AttributeError:
+        table = _local.table = {}
+        with _lock:
+            _host_tables.append(table)
+    key = (func, frame.f_code, frame.f_lineno)
+    table[key] = table.get(key, 0) + 1
+
+
 def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
     """Count bytes moved ("to_device" or "to_host") and the time it took."""
     key = (func if func is not None else "<conversion to host>", call_site(), direction)
@@ -100,7 +118,10 @@ def record_kernel(stat: str, amount: float = 1) -> None:
 def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
     functions: defaultdict[str, Counts] = defaultdict(Counts)
     sites: defaultdict[str, Counts] = defaultdict(Counts)
-    for (func, (filename, line), where, reason), n in _calls.items():
+    calls = list(_calls.items())
+    for table in _host_tables:
+        calls += [((func, (code.co_filename, line), "host", None), n) for (func, code, line), n in list(table.items())]
+    for (func, (filename, line), where, reason), n in calls:
         for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
             setattr(counts, where, getattr(counts, where) + n)
             if reason is not None:
@@ -171,6 +192,8 @@ def report(reset: bool = False) -> Report:
         functions, sites = _aggregate()
         snapshot = Report(functions, sites, dict(_kernels))
         if reset:
+            for table in _host_tables:
+                table.clear()
             _calls.clear()
             _moves.clear()
             _kernels.clear()
