@@ -12,10 +12,11 @@ from typing import Any
 import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+#: npgpu._dispatch, set when that module loads (it imports this one, so not the other way round)
+_dispatch: Any = None
+
 
 def _function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    from . import _dispatch
-
     return _dispatch.function(func, args, kwargs)
 
 
@@ -101,8 +102,6 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from . import _dispatch
-
         for x in inputs + kwargs.get("out", ()):
             if not isinstance(x, (DeviceArray, numpy.ndarray)) and hasattr(x, "__array_ufunc__"):
                 if type(x).__array_ufunc__ is not None and not isinstance(x, numpy.generic):

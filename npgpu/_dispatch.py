@@ -4,12 +4,14 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy
 
+from . import _array as _array_module
 from . import _config, _placement, _report
 from ._array import DeviceArray
 from ._fallback import fallback, run_on_host, to_host_tree
@@ -449,3 +451,5 @@ def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options
 
 
 __all__ = ["function", "ufunc", "to_host", "to_host_tree", "upload", "wrap"]
+
+_array_module._dispatch = sys.modules[__name__]

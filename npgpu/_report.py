@@ -58,9 +58,14 @@ def _is_internal(code: Any) -> bool:
 def call_site() -> tuple[str, int]:
     """(file, line) of the innermost frame outside npgpu and NumPy: the user's code."""
     frame = sys._getframe(2)
+    known = _internal_code
     while frame is not None:
-        if not _is_internal(frame.f_code):
-            return frame.f_code.co_filename, frame.f_lineno
+        code = frame.f_code
+        internal = known.get(code)
+        if internal is None:
+            internal = _is_internal(code)
+        if not internal:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
     return "<unknown>", 0
 

@@ -16,6 +16,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from .. import _report
+from .._array import DeviceArray
 from . import ufuncs as _table
 from .ir import GraphBuilder, Node
 
@@ -90,8 +91,6 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
            shape: tuple[int, ...]) -> Any:
     """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
-    from .._array import DeviceArray
-
     operands: list[Any] = []
     nodes = 1
     for x, dt in zip(inputs, loop):
