@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 import operator
+import os
+import sys
 from typing import Any
 
 import numpy
@@ -24,6 +26,40 @@ def _shape_arg(shape: tuple[Any, ...]) -> Any:
     if len(shape) == 1 and not isinstance(shape[0], (int, numpy.integer)):
         return shape[0]
     return shape
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
+_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+_code_kind: dict[Any, int] = {}  # code object -> 0 NumPy/npgpu internals, 1 library, 2 user code
+
+
+def _kind(code: Any) -> int:
+    kind = _code_kind.get(code)
+    if kind is None:
+        filename = code.co_filename
+        if filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)) or filename.startswith("<frozen"):
+            kind = 0
+        elif any(marker in filename for marker in _LIBRARY_MARKERS):
+            kind = 1
+        else:
+            kind = 2
+        _code_kind[code] = kind
+    return kind
+
+
+def _called_from_library() -> bool:
+    """Whether the NumPy call that reached a device array came from a third-party library
+    (SciPy, matplotlib, pandas, ...): those get host arrays, as with plain NumPy."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        kind = _code_kind.get(frame.f_code)
+        if kind is None:
+            kind = _kind(frame.f_code)
+        if kind:
+            return kind == 1
+        frame = frame.f_back
+    return False
 
 
 class _Flags:
@@ -106,12 +142,16 @@ class DeviceArray(NDArrayOperatorsMixin):
             if not isinstance(x, (DeviceArray, numpy.ndarray)) and hasattr(x, "__array_ufunc__"):
                 if type(x).__array_ufunc__ is not None and not isinstance(x, numpy.generic):
                     return NotImplemented
+        if _called_from_library():
+            return _dispatch.on_host(ufunc, getattr(ufunc, method) if method != "__call__" else ufunc, inputs, kwargs)
         return _dispatch.ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:
         if not all(issubclass(t, (DeviceArray, numpy.ndarray)) for t in types):
             return NotImplemented
+        if _called_from_library():
+            return _dispatch.on_host(func, func, args, kwargs)
         return _function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> numpy.ndarray:
@@ -295,10 +335,11 @@ class DeviceArray(NDArrayOperatorsMixin):
         return self.shape[0]
 
     def __iter__(self) -> Any:
+        # Raise here, not lazily inside a generator: `iter(x)` itself must fail for 0-d arrays,
+        # as it does for NumPy's (libraries such as matplotlib probe with it).
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, key: Any) -> Any:
         return _function(numpy.ndarray.__getitem__, (self, key), {})

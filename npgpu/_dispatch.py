@@ -177,6 +177,16 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
     return None if native is None else wrap(native, backend, func)
 
 
+def on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A NumPy call from a third-party library on device arrays: it runs in NumPy and gets host
+    arrays back, as it would without npgpu (counted as host work, not a fallback)."""
+    mutated = _mutated(key, args, kwargs)
+    out = kwargs.get("out")
+    if isinstance(out, tuple):
+        mutated += [o for o in out if isinstance(o, DeviceArray) and all(o is not m for m in mutated)]
+    return run_on_host(key, call, args, kwargs, mutated, record="host")
+
+
 def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any, state: _config.State) -> Any:
     if args and not isinstance(args[0], numpy.ndarray) and backend.is_native(args[0]):
         # The backend's own array (a cupy.ndarray, say): adopt it, as cupy.asarray would.

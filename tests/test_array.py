@@ -139,3 +139,28 @@ def test_device_arrays_after_disable_come_back_as_numpy(on):
         c = npgpu.sum(a)
     assert type(b) is numpy.ndarray and b.tolist() == [0.0, 2.0, 4.0, 6.0]
     assert c == 6.0
+
+
+def test_iter_of_zero_d_fails_at_once(on):
+    with pytest.raises(TypeError, match="0-d"):
+        iter(npgpu.arange(3.0).sum())
+
+
+def test_numpy_calls_from_libraries_get_host_arrays(on, tmp_path, monkeypatch):
+    # A module that lives in a site-packages folder stands in for SciPy/matplotlib/pandas.
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    (library / "fake_library.py").write_text(
+        "import numpy\n"
+        "def stats(x):\n"
+        "    return numpy.mean(x, axis=0), numpy.add(x, 1), x * 2\n"
+    )
+    monkeypatch.syspath_prepend(str(library))
+    import fake_library
+
+    a = npgpu.arange(6.0).reshape(2, 3)
+    mean, plus, twice = fake_library.stats(a)
+    assert type(mean) is numpy.ndarray and mean.tolist() == [1.5, 2.5, 3.5]
+    assert type(plus) is numpy.ndarray and plus.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert type(twice) is numpy.ndarray
+    assert type(numpy.mean(a, axis=0)) is npgpu.DeviceArray  # the same call from user code stays on the device
