@@ -204,17 +204,34 @@ def discard(array: Any) -> None:
     _pending.discard(array)
 
 
+def _run_outermost(select: Any) -> None:
+    """Materialize the pending arrays ``select`` picks, outermost graphs first.
+
+    An array that is only an operand of other pending arrays is computed inside their kernel;
+    once those ran it is freed, or, if the user still holds it, it becomes outermost itself.
+    """
+    while True:
+        chosen = [array for array in _pending if select(array)]
+        if not chosen:
+            return
+        inner = {id(o) for array in chosen for o in array._pending.operands
+                 if type(o) is DeviceArray and o._pending is not None}
+        outermost = [array for array in chosen if id(array) not in inner]
+        del chosen  # keep no reference to inner arrays: unreferenced ones must be freed
+        for array in outermost:
+            materialize(array)
+        del outermost
+
+
 def before_write(backend: Any, native: Any, skip: Any = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it."""
-    for array in list(_pending):
-        if array is not skip and array._backend is backend and reads_buffer(array, backend, native):
-            materialize(array)
+    _run_outermost(lambda array: array is not skip and array._pending is not None and array._backend is backend
+                   and reads_buffer(array, backend, native))
 
 
 def flush_all() -> None:
     """Materialize every pending array (``npgpu.sync()``)."""
-    for array in list(_pending):
-        materialize(array)
+    _run_outermost(lambda array: array._pending is not None)
 
 
 def pending_count() -> int:
