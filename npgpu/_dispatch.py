@@ -297,8 +297,8 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
     if cached is None:
         loop = tuple(uf.resolve_dtypes(tuple(key[1:-1]) + (None,) * uf.nout))
         operands = tuple(k for k in key[1:-1] if isinstance(k, numpy.dtype))
-        cached = _LOOPS[cache_key] = (loop, bool(backend.supports_ufunc(uf, "__call__", loop, {})),
-                                      _lazy.can_fuse(backend, uf, loop, operands))
+        supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
+        cached = _LOOPS[cache_key] = (loop, bool(supported), _lazy.can_fuse(backend, uf, loop, operands))
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented
@@ -372,7 +372,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     else:
         dtypes = _dtypes(devices, hosts)
     options = {k: v for k, v in kwargs.items() if k != "out"}
-    if not backend.supports_ufunc(uf, method, dtypes, kwargs):
+    operand_dtypes = _dtypes(devices, hosts) + tuple(o.dtype for o in out_devices)
+    if not (backend.supports_dtypes(operand_dtypes) and backend.supports_ufunc(uf, method, dtypes, kwargs)):
         if not devices and not out_devices:
             _report.record(uf, "host")
             return call(*inputs, **kwargs)
