@@ -197,8 +197,10 @@ class ArrayModuleBackend(Backend):
         dtype = kwargs.get("dtype")
         if dtype is not None and numpy.dtype(dtype).kind not in "biuf":
             return False
-        return hasattr(self._random_source(), name) and all(
-            not isinstance(a, (numpy.ndarray, list, tuple)) or name in ("rand", "randn") for a in args[:2]
+        # Array-valued parameters (loc=[...], an ndarray of scales) stay with NumPy; a tuple is a size.
+        values = list(args) + [v for k, v in kwargs.items() if k != "size"]
+        return hasattr(self._random_source(), name) and not any(
+            isinstance(v, (numpy.ndarray, list)) or type(v).__name__ == "DeviceArray" for v in values
         )
 
     def random_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
