@@ -330,3 +330,19 @@ def test_random_shapes(xp):
     r = xp.random.rand(3, 4)
     g = xp.random.default_rng(1)
     return r.shape, r.dtype, g.random(5).shape, g.standard_normal((2, 2)).dtype, xp.random.randint(0, 5, 10).dtype
+
+
+def test_random_draws_land_on_the_device(device_backend):
+    """Large draws are made where the backend can make them (OpenCL has no generator: NumPy's)."""
+    import npgpu
+    from npgpu.testing import backend_context
+
+    with backend_context(device_backend):
+        draws = [npgpu.random.random((3, 4)), npgpu.random.rand(3, 4), npgpu.random.normal(0, 1, size=(5,)),
+                 npgpu.random.randint(0, 5, (3,)), npgpu.random.default_rng(0).standard_normal((2, 3))]
+        on_host = npgpu.random.normal(numpy.zeros(2), 1)  # array-valued parameters stay with NumPy
+    has_generator = hasattr(npgpu.backends.get_backend(device_backend), "random_call")
+    expected = npgpu.DeviceArray if has_generator else numpy.ndarray
+    assert all(isinstance(d, expected) for d in draws)
+    assert [d.shape for d in draws] == [(3, 4), (3, 4), (5,), (3,), (2, 3)]
+    assert type(on_host) is numpy.ndarray
