@@ -9,7 +9,7 @@ import numpy
 
 from .common import BACKENDS, BackendBenchmark, npgpu, random_array
 
-NBYTES = [8 * 1_000, 8 * 1_000_000, 8 * 32_000_000]
+NBYTES = [8 * 1_000, 8 * 1_000_000, 64 << 20, 8 * 32_000_000]  # 64 MiB: the pinned-transfer target size
 
 
 class TimeTransfer(BackendBenchmark):
