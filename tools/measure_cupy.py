@@ -30,9 +30,10 @@ def best(fn, repeat=7):
 
 def transfers() -> None:
     backend = get_backend("cupy")
-    print("transfer bandwidth (median of 7), GB/s")
-    print(f"{'MiB':>6} {'pageable h2d':>13} {'npgpu h2d':>10} {'pageable d2h':>13} {'npgpu d2h':>10} "
-          f"{'hostRegister h2d':>17}")
+    print("transfer bandwidth (median of 7), GB/s; 'staged' = threaded pinned chunks, 'pinned dst' = DMA into pooled")
+    print("pinned host memory, 'w8' = staged with 8 workers instead of one per core")
+    print(f"{'MiB':>6} {'pageable h2d':>13} {'staged h2d':>11} {'w8 h2d':>7} {'pageable d2h':>13} "
+          f"{'staged d2h':>11} {'pinned dst d2h':>15}")
     for mib in (1, 4, 16, 64, 256):
         host = numpy.random.default_rng(0).random(mib * (1 << 20) // 8)
         dev = cupy.asarray(host)
@@ -40,19 +41,25 @@ def transfers() -> None:
         plain_up = best(lambda: cupy.asarray(host))
         ours_up = best(lambda: backend.from_host(host))
         plain_down = best(lambda: dev.get())
-        ours_down = best(lambda: backend.to_host(dev))
+        backend.pinned_destination = True
+        pinned_down = best(lambda: backend.to_host(dev))
         assert numpy.array_equal(backend.to_host(backend.from_host(host)), host)
         assert numpy.array_equal(backend.to_host(dev[::2]), host[::2])
-
-        def registered() -> None:
-            rt = cupy.cuda.runtime
-            rt.hostRegister(host.ctypes.data, nbytes, 0)
-            rt.memcpy(dev.data.ptr, host.ctypes.data, nbytes, 1)
-            rt.hostUnregister(host.ctypes.data)
-
-        reg_up = best(registered)
-        print(f"{mib:>6} {nbytes / plain_up / 1e9:>13.1f} {nbytes / ours_up / 1e9:>10.1f} "
-              f"{nbytes / plain_down / 1e9:>13.1f} {nbytes / ours_down / 1e9:>10.1f} {nbytes / reg_up / 1e9:>17.1f}")
+        backend.pinned_destination = False
+        staged_down = best(lambda: backend.to_host(dev))
+        assert numpy.array_equal(backend.to_host(dev), host)
+        backend.pinned_destination = True
+        stager = backend._stager
+        w8_up = None
+        if stager is not None:
+            saved = stager.workers
+            stager.workers = 8
+            w8_up = best(lambda: backend.from_host(host))
+            stager.workers = saved
+        w8 = f"{nbytes / w8_up / 1e9:>7.1f}" if w8_up else f"{'-':>7}"
+        rates = [nbytes / t / 1e9 for t in (plain_up, ours_up, plain_down, staged_down, pinned_down)]
+        up, staged, down, staged_d, pinned_d = rates
+        print(f"{mib:>6} {up:>13.1f} {staged:>11.1f} {w8} {down:>13.1f} {staged_d:>11.1f} {pinned_d:>15.1f}")
 
 
 def threshold() -> None:
