@@ -45,6 +45,7 @@ def transfers() -> None:
         pinned_down = best(lambda: backend.to_host(dev))
         assert numpy.array_equal(backend.to_host(backend.from_host(host)), host)
         assert numpy.array_equal(backend.to_host(dev[::2]), host[::2])
+        assert backend.to_host(dev).flags.writeable
         backend.pinned_destination = False
         staged_down = best(lambda: backend.to_host(dev))
         assert numpy.array_equal(backend.to_host(dev), host)
