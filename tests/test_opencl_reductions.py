@@ -157,3 +157,108 @@ def test_matmul_shapes(cl, dtype):
     with pytest.raises(ValueError):
         cl.matmul(cl.from_host(a), cl.from_host(a))
     assert not cl.supports_function(numpy.matmul, (numpy.dtype("int32"),) * 2, (), {})
+
+
+# -- CPU-device paths: unrolled chunked reductions, host-backed buffers ------------------------
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 127, 4097, 100_003, 1_000_003])
+def test_unrolled_sum_matches_numpy(cl, n):
+    a = numpy.random.default_rng(n).normal(size=n) * 1e3 + 1e6  # a large mean: a naive sum loses digits
+    got = host(cl, cl.reduction("sum", cl.from_host(a)))
+    assert abs(got - a.sum()) <= 1e-12 * abs(a.sum())
+    i = numpy.arange(n, dtype=numpy.int32) - n // 2
+    assert host(cl, cl.reduction("sum", cl.from_host(i))) == i.sum()
+
+
+def test_unrolled_reductions_nonfinite_and_extremes(cl):
+    a = numpy.random.default_rng(1).normal(size=50_001)
+    for poke in (numpy.inf, -numpy.inf, numpy.nan):
+        b = a.copy()
+        b[12_345] = poke
+        d = cl.from_host(b)
+        check(host(cl, cl.reduction("sum", d)), b.sum())
+        check(host(cl, cl.reduction("max", d)), b.max())
+        check(host(cl, cl.reduction("nanmin", d)), numpy.nanmin(b))
+    b = numpy.concatenate([a, [numpy.inf, -numpy.inf]])
+    with numpy.errstate(invalid="ignore"):
+        want = b.sum()  # inf - inf is nan
+    check(host(cl, cl.reduction("sum", cl.from_host(b))), want)
+    m = a.reshape(3, -1)
+    check(host(cl, cl.reduction("sum", cl.from_host(m), axis=1)), m.sum(axis=1))
+    check(host(cl, cl.reduction("prod", cl.from_host(m[:, :40]), axis=1)), m[:, :40].prod(axis=1))
+
+
+def test_many_temporaries_keep_host_memory_alive(cl):
+    # host-backed buffers (PoCL) are freed only once queued work that uses them is done
+    a = numpy.random.default_rng(2).random(300_000)
+    d = cl.from_host(a)
+    for _ in range(30):
+        r = cl.reduction("sum", cl.ufunc_call(numpy.multiply, (d, 2.0)))
+    assert abs(host(cl, r) - 2 * a.sum()) <= 1e-12 * a.sum()
+    cl.sync()
+    assert not cl._in_flight
+
+
+# -- complex: stored on the device, computed in NumPy ------------------------------------------
+
+def test_complex_storage_and_layout(cl):
+    z = (numpy.arange(24) + 1j * numpy.arange(24)[::-1]).reshape(4, 6).astype(numpy.complex128)
+    d = cl.from_host(z)
+    check(cl.to_host(d), z)
+    check(cl.to_host(cl.copy(cl.transpose(d))), z.T)
+    check(cl.to_host(cl.copy(cl.getitem(d, (slice(None, None, -1), slice(1, None, 2))))), z[::-1, 1::2])
+    check(cl.to_host(cl.astype(d, numpy.complex64)), z.astype(numpy.complex64))
+    r = numpy.linspace(-1, 1, 6)
+    check(cl.to_host(cl.astype(cl.from_host(r), numpy.complex128)), r.astype(numpy.complex128))
+    check(cl.to_host(cl.concatenate([d, cl.from_host(r[None])])), numpy.concatenate([z, r[None]]))
+    e = cl.copy(d)
+    cl.setitem(e, (slice(None), 0), 2 - 3j)
+    z2 = z.copy()
+    z2[:, 0] = 2 - 3j
+    check(cl.to_host(e), z2)
+    check(cl.to_host(cl.full((2, 2), 1j)), numpy.full((2, 2), 1j))
+    assert cl.supports_function(numpy.reshape, (z.dtype,), (d, (6, 4)), {})
+    assert not cl.supports_function(numpy.sum, (z.dtype,), (d,), {})
+    assert not cl.supports_ufunc(numpy.add, "__call__", (z.dtype,) * 3, {})
+    assert not cl.supports_function(numpy.ndarray.astype, (z.dtype,), (d, numpy.float64), {})
+
+
+def test_split_views_and_concatenate_shapes(cl):
+    a = numpy.arange(24.0).reshape(2, 3, 4)
+    d = cl.from_host(a)
+    for how, arg in ((cl.split, 2), (cl.array_split, 3), (cl.split, [1, 3])):
+        parts = how(d, arg, axis=2)
+        ref = getattr(numpy, how.__name__)(a, arg, axis=2)
+        assert len(parts) == len(ref) and all(p.data is d.data for p in parts)
+        for p, r in zip(parts, ref):
+            check(cl.to_host(p), r)
+    with pytest.raises(ValueError):
+        cl.split(d, 3, axis=2)
+    with pytest.raises(ValueError):
+        cl.concatenate([d, cl.from_host(numpy.zeros((2, 4, 4)))], axis=2)
+    with pytest.raises(ValueError):
+        cl.concatenate([d, cl.from_host(numpy.zeros(3))])
+    with pytest.raises(ValueError):
+        cl.stack([d, cl.from_host(numpy.zeros((2, 3, 5)))])
+
+
+def test_dtype_arguments_checked_before_launch(cl):
+    d = cl.from_host(numpy.arange(4.0))
+    assert not cl.supports_function(numpy.ndarray.astype, (d.dtype,), (d, "datetime64[s]"), {})
+    assert not cl.supports_function(numpy.zeros, (), (3, "U4"), {})
+    assert not cl.supports_function(numpy.sum, (d.dtype,), (d,), {"dtype": "M8[s]"})
+    assert cl.supports_function(numpy.zeros, (), (3, numpy.int16), {})
+
+
+def test_availability_and_placement_facts(cl, monkeypatch):
+    import pyopencl
+
+    assert OpenCLBackend.unavailable_reason(device=10_000) is not None
+    assert "out of range" in OpenCLBackend.unavailable_reason(device=10_000)
+    assert "no OpenCL device name contains" in OpenCLBackend.unavailable_reason(device="no-such-device-name")
+    assert isinstance(OpenCLBackend.has_gpu(), bool)
+    assert cl.prefers_host(numpy.matmul) == cl.is_cpu and not cl.prefers_host(numpy.sum)
+    assert cl.default_threshold_bytes <= cl.upload_threshold_bytes
+    monkeypatch.setattr(pyopencl, "get_platforms", lambda: [])
+    assert OpenCLBackend.has_gpu() is False
+    assert "no OpenCL platform" in OpenCLBackend.unavailable_reason()

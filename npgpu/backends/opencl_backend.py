@@ -186,6 +186,9 @@ class OpenCLBackend(Backend):
     name = "opencl"
     is_host = False
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
+    # GPUs: the base values (not measured here).  CPU devices (PoCL) set their own in __init__.
+    default_threshold_bytes: int = 1 << 20
+    upload_threshold_bytes: int = 16 << 20
 
     def __init__(self, device: int | str | None = None, fp64: bool | None = None, local_size: int | None = None):
         import pyopencl as cl
@@ -200,6 +203,15 @@ class OpenCLBackend(Backend):
         self.unified_memory = bool(self.device.host_unified_memory)
         #: buffers in NumPy-allocated host memory (USE_HOST_PTR): CPU devices, where device memory is host memory
         self.host_backed = self.is_cpu and self.unified_memory
+        if self.is_cpu:
+            # Measured on PoCL, 2 cores, float64 (device arrays, one op): at 1e5 elements an add/sum
+            # costs 0.15-0.25 ms against NumPy's 0.01-0.04 ms; at 1e6 add/sin are even, sum 2x
+            # slower; at 1e7 add 0.4-0.7x, sin 0.8x, sum 1.0-1.1x.  So arrays are made on the
+            # device from 16 MiB (2M float64).  An upload (~12 ms per 80 MB) costs as much as a
+            # memory-bound op: upload + add at 1e7 measured 1.3x NumPy, upload + sin 2.1x.  One op
+            # on host inputs never pays here, so they move only from 512 MiB.
+            self.default_threshold_bytes = 16 << 20
+            self.upload_threshold_bytes = 512 << 20
         self._retired: deque[numpy.ndarray] = deque()
         self._in_flight: deque[tuple[Any, list[numpy.ndarray]]] = deque()
         # Measured on PoCL (2 cores): 256-1024 work-items per group are equally fast and
@@ -215,6 +227,15 @@ class OpenCLBackend(Backend):
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
         self.kernels_built = 0
+
+    def prefers_host(self, func: Any) -> bool:
+        """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot.
+
+        Measured on PoCL (2 cores), float64 n x n: 64: 0.84 ms vs NumPy 0.013; 256: 21.5 ms vs 0.47;
+        512: 138 ms vs 3.2 (the local-memory tiled kernel suits GPUs; OpenBLAS wins on a CPU).
+        Placement keeps such calls on the host when their inputs are there.
+        """
+        return self.is_cpu and func in _HOST_ON_CPU
 
     # -- availability -------------------------------------------------------
     @classmethod
@@ -1793,6 +1814,8 @@ _KW = {
 for _f, _k in _KW.items():
     _ALLOWED_KWARGS[_f] = frozenset(_k)
 _MATMUL_FUNCS = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
+#: functions a CPU device runs slower than NumPy (see OpenCLBackend.prefers_host)
+_HOST_ON_CPU = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
 #: what complex arrays can do here: be made, copied, converted to and viewed (compute goes to NumPy)
 _COMPLEX_FUNCS = frozenset({
     numpy.empty, numpy.zeros, numpy.ones, numpy.full, numpy.empty_like, numpy.zeros_like, numpy.ones_like,
