@@ -54,7 +54,7 @@ class Sum:
         if impl == "numpy":
             self.x.sum()
         else:
-            self.cl.reduction("sum", self.x)
+            self.cl.to_host(self.cl.reduction("sum", self.x))  # a 0-d device array: read it, as NumPy returns a scalar
 
 
 class Matmul:
