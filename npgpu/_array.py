@@ -48,18 +48,25 @@ def _kind(code: Any) -> int:
     return kind
 
 
-def _called_from_library() -> bool:
-    """Whether the NumPy call that reached a device array came from a third-party library
-    (SciPy, matplotlib, pandas, ...): those get host arrays, as with plain NumPy."""
+def _caller() -> tuple[Any, bool]:
+    """(the first frame outside NumPy and npgpu, whether it belongs to a third-party library).
+
+    Library code (SciPy, matplotlib, pandas, ...) gets host arrays, as with plain NumPy; the
+    frame of user code is where the report counts the call.
+    """
     frame = sys._getframe(2)
     while frame is not None:
         kind = _code_kind.get(frame.f_code)
         if kind is None:
             kind = _kind(frame.f_code)
         if kind:
-            return kind == 1
+            return frame, kind == 1
         frame = frame.f_back
-    return False
+    return None, False
+
+
+def _called_from_library() -> bool:
+    return _caller()[1]
 
 
 class _Flags:
@@ -142,9 +149,10 @@ class DeviceArray(NDArrayOperatorsMixin):
             if not isinstance(x, (DeviceArray, numpy.ndarray)) and hasattr(x, "__array_ufunc__"):
                 if type(x).__array_ufunc__ is not None and not isinstance(x, numpy.generic):
                     return NotImplemented
-        if _called_from_library():
+        frame, library = _caller()
+        if library:
             return _dispatch.on_host(ufunc, getattr(ufunc, method) if method != "__call__" else ufunc, inputs, kwargs)
-        return _dispatch.ufunc(ufunc, method, inputs, kwargs)
+        return _dispatch.ufunc(ufunc, method, inputs, kwargs, frame)
 
     def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:

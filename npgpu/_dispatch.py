@@ -246,11 +246,21 @@ def _operand_dtype(x: Any) -> Any:
     return numpy.asarray(x).dtype
 
 
-def _check_python_ints(inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...]) -> None:
+_COMPARISONS = frozenset({numpy.less, numpy.less_equal, numpy.greater, numpy.greater_equal, numpy.equal,
+                          numpy.not_equal})
+
+
+class _WidenedComparison(Exception):
+    """A comparison with a Python int outside the array's dtype: NumPy compares exactly, on the host."""
+
+
+def _check_python_ints(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...]) -> None:
     for x, dt in zip(inputs, loop):
         if type(x) is int and dt.kind in "iu":
             info = numpy.iinfo(dt)
             if not info.min <= x <= info.max:
+                if uf in _COMPARISONS:
+                    raise _WidenedComparison
                 raise OverflowError(f"Python integer {x} out of bounds for {dt}")
 
 
@@ -260,7 +270,7 @@ _WEAK = (int, float, complex, bool)
 _BOOL = numpy.dtype(bool)  # a Python bool is NumPy's bool, not a weak scalar
 
 
-def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
+def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: Any) -> Any:
     """The common case, kept short: device arrays and Python/NumPy scalars, no keywords.
 
     Records the call for fusion when it can; returns NotImplemented when the general path
@@ -303,14 +313,20 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool) -> Any:
     if not (supported or (fusion and fusible)):
         return NotImplemented
     if int in key:
-        _check_python_ints(inputs, loop)
+        try:
+            _check_python_ints(uf, inputs, loop)
+        except _WidenedComparison:
+            return NotImplemented
     if not same_shape:
         shape = _broadcast_check(inputs)
     if fusion and fusible:
-        return _lazy.record(uf, loop, inputs, backend, tuple(shape))
+        return _lazy.record(uf, loop, inputs, backend, tuple(shape), frame)
     natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
     result = backend.call_ufunc(uf, "__call__", natives, {})
-    _report.record(uf, "device")
+    if frame is None:
+        _report.record(uf, "device")
+    else:
+        _report.count(uf, "device", frame)
     return wrap(result, backend, uf)
 
 
@@ -323,11 +339,12 @@ def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
         raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
 
 
-def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs."""
+def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any], frame: Any = None) -> Any:
+    """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs (``frame``: the user's, if known)."""
     state = _config.current()
-    if method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin:
-        result = _fast_call(uf, inputs, state.fusion)
+    if (method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin
+            and uf.signature is None):
+        result = _fast_call(uf, inputs, state.fusion, frame)
         if result is not NotImplemented:
             return result
     call = uf if method == "__call__" else getattr(uf, method)
@@ -367,7 +384,11 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
     loop: tuple[numpy.dtype, ...] = ()
     if method == "__call__":
-        loop = _resolve_call(uf, inputs, kwargs)
+        try:
+            loop = _resolve_call(uf, inputs, kwargs)
+        except _WidenedComparison:
+            return fallback(uf, call, inputs, kwargs, mutated, state,
+                            reason="comparison with a Python int outside the array's dtype")
         dtypes = loop
     else:
         dtypes = _dtypes(devices, hosts)
@@ -383,6 +404,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         return out[0]
     _before_writes(mutated)
     ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
+    options = {k: to_native_tree(v, backend, uf) for k, v in options.items()}
     if out is not None:
         options["out"] = tuple(None if o is None else o._native for o in out)
     result = backend.call_ufunc(uf, method, ninputs, options)
@@ -441,7 +463,7 @@ def _resolve_call(uf: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, An
     if signature is not None:
         options["signature"] = signature
     loop = uf.resolve_dtypes(operands, **options)
-    _check_python_ints(inputs, loop)
+    _check_python_ints(uf, inputs, loop)
     if uf.signature is None:
         shape = _broadcast_check(inputs)
         for o in out:

@@ -99,6 +99,6 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> A
             backend = devices[0]._backend
             if backend.supports_dtypes((result.dtype,)):
                 return DeviceArray(upload(result, backend), backend)
-    if isinstance(result, tuple):
-        return tuple(_place_result(r, state, args) for r in result)
+    if isinstance(result, (tuple, list)):
+        return type(result)(_place_result(r, state, args) for r in result)
     return result

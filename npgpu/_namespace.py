@@ -111,10 +111,11 @@ class Ufunc:
         state = _state_get() or _config._default
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
+        frame = sys._getframe(1)
         if not kwargs and _small_host_call(state, args, kwargs):
-            _report.record_host_call(self._ufunc, sys._getframe(1))
+            _report.record_host_call(self._ufunc, frame)
             return self._ufunc(*args)
-        return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs)
+        return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not _on():

@@ -87,22 +87,27 @@ def record(func: Any, where: str, *, reason: str | None = None) -> None:
         _calls[key] = _calls.get(key, 0) + 1
 
 
-# Small host calls are the hot path of code on small arrays: each thread counts them in its own
-# table, without a lock, keyed by (function, code object, line); reports merge the tables.
+# Calls on the hot paths (small host calls, recorded elementwise calls) are counted by each thread
+# in its own table, without a lock, keyed by (function, code object, line, where); reports merge.
 _local = threading.local()
-_host_tables: list[dict[tuple[Any, Any, int], int]] = []
+_fast_tables: list[dict[tuple[Any, Any, int, str], int]] = []
 
 
-def record_host_call(func: Any, frame: Any) -> None:
-    """Count a call the namespace door kept in NumPy; ``frame`` is the user's (no stack walk)."""
+def count(func: Any, where: str, frame: Any) -> None:
+    """Count a call whose user frame the caller already knows (no stack walk, no lock)."""
     try:
         table = _local.table
     except AttributeError:
         table = _local.table = {}
         with _lock:
-            _host_tables.append(table)
-    key = (func, frame.f_code, frame.f_lineno)
+            _fast_tables.append(table)
+    key = (func, frame.f_code, frame.f_lineno, where)
     table[key] = table.get(key, 0) + 1
+
+
+def record_host_call(func: Any, frame: Any) -> None:
+    """Count a call the namespace door kept in NumPy; ``frame`` is the user's."""
+    count(func, "host", frame)
 
 
 def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
@@ -124,8 +129,9 @@ def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
     functions: defaultdict[str, Counts] = defaultdict(Counts)
     sites: defaultdict[str, Counts] = defaultdict(Counts)
     calls = list(_calls.items())
-    for table in _host_tables:
-        calls += [((func, (code.co_filename, line), "host", None), n) for (func, code, line), n in list(table.items())]
+    for table in _fast_tables:
+        calls += [((func, (code.co_filename, line), where, None), n)
+                  for (func, code, line, where), n in list(table.items())]
     for (func, (filename, line), where, reason), n in calls:
         for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
             setattr(counts, where, getattr(counts, where) + n)
@@ -197,7 +203,7 @@ def report(reset: bool = False) -> Report:
         functions, sites = _aggregate()
         snapshot = Report(functions, sites, dict(_kernels))
         if reset:
-            for table in _host_tables:
+            for table in _fast_tables:
                 table.clear()
             _calls.clear()
             _moves.clear()

@@ -39,7 +39,7 @@ class ScalarArg:
 class Pending:
     """A recorded ufunc call whose operands are device arrays (pending or not) and scalars."""
 
-    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes")
+    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes", "consumers")
 
     def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Any, ...],
                  shape: tuple[int, ...], nodes: int) -> None:
@@ -49,6 +49,7 @@ class Pending:
         self.shape = shape
         self.dtype = loop[ufunc.nin]
         self.nodes = nodes
+        self.consumers = 0  # graphs recorded on top of this one
 
 
 class _PendingArrays:
@@ -89,15 +90,23 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
 
 
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
-           shape: tuple[int, ...]) -> Any:
+           shape: tuple[int, ...], frame: Any = None) -> Any:
     """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
     operands: list[Any] = []
     nodes = 1
+    seen: list[Any] = []
     for x, dt in zip(inputs, loop):
         if type(x) is DeviceArray:
             pending = x._pending
-            if pending is not None:
-                nodes += pending.nodes
+            if pending is not None and all(x is not y for y in seen):
+                seen.append(x)
+                if pending.consumers:
+                    # Used by a second graph (a loop reusing a lazy value): compute it once, here,
+                    # rather than again inside every graph that reads it.
+                    materialize(x)
+                else:
+                    pending.consumers = 1
+                    nodes += pending.nodes
             operands.append(x)
         elif isinstance(x, numpy.generic):
             operands.append(ScalarArg(x))
@@ -110,7 +119,11 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
         nodes = 1
     array = DeviceArray.pending(Pending(ufunc, loop, tuple(operands), shape, nodes), backend)
     _pending.add(array)
-    _report.record(ufunc, "device")  # counted where the user called it; it runs inside a fused kernel
+    # counted where the user called it; it runs inside a fused kernel
+    if frame is None:
+        _report.record(ufunc, "device")
+    else:
+        _report.count(ufunc, "device", frame)
     return array
 
 
