@@ -135,6 +135,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
     if not devices and func in _CONSTRUCTORS:
         return _construct(func, args, kwargs, backend, state)
+    if backend.prefers_host(func):
+        return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices))
     if not devices:
         if not _offload_host_call(func, args, kwargs, hosts, backend, state):
             _report.record(func, "host")
@@ -175,6 +177,16 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
         return None
     native = _lazy.reduce(_FUSED_REDUCTIONS[func], args[0], axis, bool(kwargs.get("keepdims", False)))
     return None if native is None else wrap(native, backend, func)
+
+
+def _on_host_by_choice(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                       mutated: list[DeviceArray], state: _config.State, had_devices: bool) -> Any:
+    """Work the device does slower than NumPy (matmul on a CPU OpenCL device): a placement choice,
+    counted as host work; a large result of device inputs goes back to the device."""
+    from ._fallback import _place_result
+
+    result = run_on_host(key, call, args, kwargs, mutated, record="host")
+    return _place_result(result, state, args) if had_devices else result
 
 
 def on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -382,6 +394,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
     if out_hosts:
         return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
+    if backend.prefers_host(uf):
+        return _on_host_by_choice(uf, call, inputs, kwargs, mutated, state, bool(devices or out_devices))
     loop: tuple[numpy.dtype, ...] = ()
     if method == "__call__":
         try:

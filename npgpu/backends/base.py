@@ -90,6 +90,10 @@ class Backend:
         """Overwrite ``native`` (possibly a strided view) in place with ``host``'s values."""
         self.call_function(numpy.ndarray.__setitem__, (native, Ellipsis, self.from_host(host)), {})
 
+    def prefers_host(self, func: Any) -> bool:
+        """True for work this device does slower than NumPy (placement then keeps it on the host)."""
+        return False
+
     # -- fusion (npgpu/fusion/lazy.py) ---------------------------------------
     @property
     def supports_fusion(self) -> bool:
