@@ -22,6 +22,7 @@ class State:
     on_fallback: str = "ignore"
     fusion: bool = True
     threshold: int | None = None  # bytes; None means the backend's measured default
+    random: str = "device"  # "device": fast device streams; "numpy": NumPy's own streams, uploaded
 
     @property
     def enabled(self) -> bool:
@@ -81,16 +82,21 @@ def enable(
     fusion: bool | None = None,
     threshold: int | None = None,
     device: int | str | None = None,
+    random: str | None = None,
 ) -> _StateChange:
     """Turn acceleration on now; as a ``with`` block, restore the previous state on exit.
 
     ``backend`` is "auto", "cupy", "opencl" or "numpy". "auto" picks CuPy when a CUDA GPU
     is usable, else an OpenCL GPU, else NumPy; it never fails. A named backend that can't
-    run here raises :class:`npgpu.BackendUnavailableError` saying why.
+    run here raises :class:`npgpu.BackendUnavailableError` saying why. ``random="numpy"`` draws
+    large random arrays with NumPy's generators (the same numbers as NumPy, then uploaded)
+    instead of the device's faster but different streams.
     """
     from .backends import get_backend, resolve_auto
 
     _validated(on_fallback, threshold)
+    if random is not None and random not in ("device", "numpy"):
+        raise ValueError(f"random must be 'device' or 'numpy', not {random!r}")
     name = resolve_auto() if backend == "auto" else backend
     options = {} if device is None else {"device": device}
     instance = get_backend(name, **options)
@@ -100,6 +106,7 @@ def enable(
         on_fallback=old.on_fallback if on_fallback is None else on_fallback,
         fusion=old.fusion if fusion is None else bool(fusion),
         threshold=threshold,
+        random=old.random if random is None else random,
     )
     return _StateChange(new)
 

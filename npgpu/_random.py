@@ -54,7 +54,9 @@ def _elements(shape: Any) -> int:
 def _device_backend(nelements: int) -> Any:
     state = _config.current()
     backend = state.backend
-    if backend is None or backend.is_host or not hasattr(backend, "random_call"):
+    if backend is None or backend.is_host:
+        return None
+    if not hasattr(backend, "random_call") and state.random != "numpy":
         return None
     if nelements * 8 < _placement.threshold_bytes(state) or nelements == 0:
         return None
@@ -67,6 +69,8 @@ def _legacy(name: str) -> Any:
 
     def draw(*args: Any, **kwargs: Any) -> Any:
         backend = _device_backend(_elements(shape_of(args, kwargs)))
+        if backend is not None and _config.current().random == "numpy":
+            return _uploaded(numpy_func(*args, **kwargs), backend, numpy_func)
         if backend is None or not backend.supports_random(name, args, kwargs):
             if _config.current().enabled:
                 _report.record(numpy_func, "host")
@@ -78,6 +82,16 @@ def _legacy(name: str) -> Any:
     draw.__doc__ = numpy_func.__doc__
     draw.__module__ = "npgpu.random"
     return draw
+
+
+def _uploaded(host: Any, backend: Any, func: Any) -> Any:
+    """NumPy's draw, moved to the device (``enable(random="numpy")``: NumPy's exact stream)."""
+    from ._dispatch import upload
+
+    if not isinstance(host, numpy.ndarray) or not backend.supports_dtypes((host.dtype,)):
+        return host
+    _report.record(func, "host")
+    return DeviceArray(upload(host, backend, func), backend)
 
 
 def seed(seed: Any = None) -> None:
@@ -117,6 +131,8 @@ class Generator:
         def draw(*args: Any, **kwargs: Any) -> Any:
             size = args[index] if len(args) > index else kwargs.get("size")
             backend = _device_backend(_elements(size))
+            if backend is not None and _config.current().random == "numpy":
+                return _uploaded(host_method(*args, **kwargs), backend, host_method)
             if backend is None or not backend.supports_generator(name, args, kwargs):
                 return host_method(*args, **kwargs)
             _report.record(host_method, "device")

@@ -74,6 +74,8 @@ def _run_parser() -> argparse.ArgumentParser:
         "--threshold", type=int, default=None, metavar="BYTES", help="device from this size on (0: everything)"
     )
     parser.add_argument("--no-fusion", action="store_true", help="launch every elementwise call on its own")
+    parser.add_argument("--random", choices=("device", "numpy"), default=None,
+                        help="'numpy': NumPy's random streams (same numbers as NumPy), uploaded")
     parser.add_argument("--report", action="store_true", help="print npgpu.report() to stderr at exit")
     parser.add_argument("--report-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument("script")
@@ -94,7 +96,9 @@ def _split_at_script(tokens: Sequence[str], value_options: set[str]) -> tuple[li
 
 
 def _cmd_run(tokens: Sequence[str]) -> int:
-    options, script_argv = _split_at_script(tokens, {"--backend", "--on-fallback", "--threshold", "--report-json"})
+    options, script_argv = _split_at_script(
+        tokens, {"--backend", "--on-fallback", "--threshold", "--report-json", "--random"}
+    )
     parser = _run_parser()
     if not script_argv:
         opts = parser.parse_args(options)  # --help, or the "script is required" error
@@ -110,7 +114,7 @@ def _cmd_run(tokens: Sequence[str]) -> int:
     import npgpu
     from npgpu import legacy
 
-    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold, not opts.no_fusion)
+    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold, not opts.no_fusion, opts.random)
     if status is not None:
         return status
     try:
@@ -132,7 +136,8 @@ def _cmd_run(tokens: Sequence[str]) -> int:
 
 
 def _enable(
-    npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None, fusion: bool
+    npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None, fusion: bool,
+    random: str | None = None,
 ) -> int | None:
     """Turn acceleration on for the whole process; an exit status when that is impossible."""
     from npgpu import backends
@@ -142,7 +147,7 @@ def _enable(
         if reason is not None:
             sys.stderr.write(f"npgpu run: the {backend} backend can't run here: {reason}\n")
             return 2
-    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold, fusion=fusion)
+    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold, fusion=fusion, random=random)
     return None
 
 
@@ -198,6 +203,7 @@ class Timings:
 
 
 _BENCH_VALUE_OPTIONS = {
+    "--random",
     "--backend",
     "--repeat",
     "--warmup",
@@ -238,6 +244,8 @@ def _bench_parser() -> argparse.ArgumentParser:
     parser.add_argument("--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"))
     parser.add_argument("--threshold", type=int, default=None, metavar="BYTES", help="passed to npgpu run")
     parser.add_argument("--no-fusion", action="store_true", help="passed to npgpu run")
+    parser.add_argument("--random", choices=("device", "numpy"), default=None,
+                        help="passed to npgpu run ('numpy': the same random numbers as NumPy)")
     parser.add_argument("--keep", action="store_true", help="keep the runs' working directories")
     parser.add_argument("script")
     parser.add_argument("args", nargs="*")
@@ -299,6 +307,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
         + (["--on-fallback", opts.on_fallback] if opts.on_fallback else [])
         + (["--threshold", str(opts.threshold)] if opts.threshold is not None else [])
         + (["--no-fusion"] if opts.no_fusion else [])
+        + (["--random", opts.random] if opts.random else [])
         + ["--report-json", "REPORT", script, *opts.args],
     }
     env = _bench_env()

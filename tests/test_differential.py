@@ -346,3 +346,19 @@ def test_random_draws_land_on_the_device(device_backend):
     assert all(isinstance(d, expected) for d in draws)
     assert [d.shape for d in draws] == [(3, 4), (3, 4), (5,), (3,), (2, 3)]
     assert type(on_host) is numpy.ndarray
+
+
+def test_random_numpy_streams_give_numpys_numbers(device_backend):
+    import npgpu
+    from npgpu.testing import backend_context
+
+    numpy.random.seed(7)
+    want = (numpy.random.random(1000), numpy.random.default_rng(3).standard_normal(500))
+    with backend_context(device_backend, random="numpy"):
+        npgpu.random.seed(7)
+        got = (npgpu.random.random(1000), npgpu.random.default_rng(3).standard_normal(500))
+    for g, w in zip(got, want):
+        assert isinstance(g, npgpu.DeviceArray)
+        assert npgpu.asnumpy(g).tolist() == w.tolist()
+    with pytest.raises(ValueError, match="random must be"):
+        npgpu.enable("numpy", random="gpu")
