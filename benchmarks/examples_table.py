@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--out", default=None, help="default: benchmarks/results/examples-BACKEND-SIZE.md")
     parser.add_argument("--only", nargs="*", default=None, help="script names to run (default: all)")
+    parser.add_argument("--random", choices=("device", "numpy"), default=None, help="passed to npgpu bench")
     opts = parser.parse_args(argv)
     sizes = MID_ARGS if opts.size == "mid" else LARGE_ARGS
     out = opts.out or os.path.join(os.path.dirname(__file__), "results", f"examples-{opts.backend}-{opts.size}.md")
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.only is not None and script not in opts.only:
             continue
         command = [sys.executable, "-m", "npgpu", "bench", "--json", "--backend", opts.backend]
+        command += ["--random", opts.random] if opts.random else []
         command += ["--repeat", str(opts.repeat), "--warmup", str(opts.warmup), os.path.join(EXAMPLES, script), *args]
         sys.stderr.write(f"{script} {' '.join(args)}\n")
         proc = subprocess.run(command, stdout=subprocess.PIPE, text=True)
