@@ -395,8 +395,12 @@ class OpenCLBackend(Backend):
         ks = make_source()
         t0 = time.perf_counter()
         # -w: generated code legitimately holds what compilers warn about (x > x when an operand
-        # repeats); PyOpenCL turns any build log into a warning
-        program = self._cl.Program(self.context, ks.source).build(options=["-w"])
+        # repeats). PyOpenCL turns any non-empty build log into a CompilerWarning, and some drivers
+        # log on success whatever the options (NVIDIA: "overriding noinline attribute"): a build
+        # that succeeded is not the user's concern, so that one warning is silenced here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._cl.CompilerWarning)
+            program = self._cl.Program(self.context, ks.source).build(options=["-w"])
         kernel = getattr(program, ks.name)
         self.compile_seconds += time.perf_counter() - t0
         self.kernels_built += 1
