@@ -184,32 +184,28 @@ def materialize(array: Any, out: Any = None) -> None:
     _launch_stats(state, result.nbytes, started)
 
 
-def reads_buffer(array: Any, backend: Any, native: Any) -> bool:
-    """Whether pending ``array``'s graph reads memory that ``native`` may share."""
+def _reads(array: Any, test: Any) -> bool:
+    """Whether ``test(native)`` holds for any materialized array the graph of ``array`` reads."""
     stack = [array]
     while stack:
         x = stack.pop()
         pending = x._pending
         if pending is None:
-            if x._backend is backend and backend.shares_memory(x._data, native):
+            if test(x._data):
                 return True
             continue
         stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
     return False
+
+
+def reads_buffer(array: Any, backend: Any, native: Any) -> bool:
+    """Whether pending ``array``'s graph reads memory that ``native`` may share."""
+    return _reads(array, lambda data: backend.shares_memory(data, native))
 
 
 def reads_overlapping(array: Any, backend: Any, native: Any) -> bool:
     """Whether the graph reads memory overlapping ``native`` other than as the very same view."""
-    stack = [array]
-    while stack:
-        x = stack.pop()
-        pending = x._pending
-        if pending is None:
-            if backend.shares_memory(x._data, native) and not backend.same_view(x._data, native):
-                return True
-            continue
-        stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
-    return False
+    return _reads(array, lambda data: backend.shares_memory(data, native) and not backend.same_view(data, native))
 
 
 def discard(array: Any) -> None:
