@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 import numpy
@@ -29,11 +28,13 @@ REDUCTIONS = {"sum": ("add", False), "prod": ("multiply", False), "mean": ("add"
               "amin": ("minimum", False), "any": ("logical_or", False), "all": ("logical_and", False)}
 
 
-@dataclass(frozen=True)
 class ScalarArg:
     """A scalar operand: a NumPy scalar of the dtype it enters the graph with (a kernel argument)."""
 
-    value: numpy.generic
+    __slots__ = ("value",)
+
+    def __init__(self, value: numpy.generic) -> None:
+        self.value = value
 
 
 class Pending:
