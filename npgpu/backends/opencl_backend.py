@@ -1283,24 +1283,17 @@ class OpenCLBackend(Backend):
         return out
 
     def _gather(self, out: CLArray, flat: CLArray, pos: numpy.ndarray) -> None:
-        row = math.prod(flat.shape[1:]) * flat.itemsize
+        self._move_rows(out, flat, pos, math.prod(flat.shape[1:]) * flat.itemsize, scatter=False)
+
+    def _move_rows(self, first: CLArray, second: CLArray, pos: numpy.ndarray, row: int, scatter: bool) -> None:
+        """Row i of ``first`` <- row pos[i] of ``second`` (gather), or row pos[i] of ``first`` <- row i
+        of ``second`` (scatter); rows of ``row`` bytes, one kernel for both directions."""
         idx = self.from_host(pos.astype(numpy.int64))
         kernel = self._build(("gather",), lambda: _GATHER)
         n = len(pos) * row
-        self._launch(
-            kernel,
-            n,
-            [
-                out.data,
-                numpy.int64(out.offset),
-                flat.data,
-                numpy.int64(flat.offset),
-                idx.data,
-                numpy.int64(row),
-                numpy.int64(n),
-                numpy.int32(0),
-            ],
-        )
+        args = [first.data, numpy.int64(first.offset), second.data, numpy.int64(second.offset), idx.data,
+                numpy.int64(row), numpy.int64(n), numpy.int32(1 if scatter else 0)]
+        self._launch(kernel, n, args)
 
     def _mask_set(self, a: CLArray, mask: CLArray, value: Any) -> None:
         pos = self._mask_positions(a, mask)
@@ -1319,24 +1312,7 @@ class OpenCLBackend(Backend):
         else:
             self.fill(vals, value)
         if len(pos):
-            row = math.prod(rest) * a.itemsize
-            idx = self.from_host(pos.astype(numpy.int64))
-            kernel = self._build(("gather",), lambda: _GATHER)
-            n = len(pos) * row
-            self._launch(
-                kernel,
-                n,
-                [
-                    flat.data,
-                    numpy.int64(flat.offset),
-                    vals.data,
-                    numpy.int64(vals.offset),
-                    idx.data,
-                    numpy.int64(row),
-                    numpy.int64(n),
-                    numpy.int32(1),
-                ],
-            )
+            self._move_rows(flat, vals, pos, math.prod(rest) * a.itemsize, scatter=True)
 
     # -- matmul --------------------------------------------------------------------
     def matmul(self, a: CLArray, b: CLArray, out: Any = None, **kwargs: Any) -> Any:
