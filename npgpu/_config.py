@@ -24,6 +24,13 @@ class State:
     threshold: int | None = None  # bytes; None means the backend's measured default
     random: str = "device"  # "device": fast device streams; "numpy": NumPy's own streams, uploaded
 
+    def __post_init__(self) -> None:
+        # Host inputs below this many bytes stay in NumPy; computed once, read on every small call.
+        limit = self.threshold
+        if limit is None:
+            limit = getattr(self.backend, "upload_threshold_bytes", 0)
+        object.__setattr__(self, "host_limit", limit)
+
     @property
     def enabled(self) -> bool:
         return self.backend is not None

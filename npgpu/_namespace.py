@@ -48,6 +48,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
 
 
 _ndarray = numpy.ndarray
+_local = _report._local
 _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
                            numpy.int32, numpy.bool_, numpy.complex128})
 # Functions whose placement depends on more than their array arguments' sizes.
@@ -73,10 +74,7 @@ def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[s
             nbytes += x.nbytes
         elif t not in _HOST_SCALARS and not (t is tuple and all(type(i) is int for i in x)):
             return False
-    limit = state.threshold
-    if limit is None:
-        limit = state.backend.upload_threshold_bytes
-    return nbytes < limit
+    return nbytes < state.host_limit
 
 
 def _on() -> bool:
@@ -96,10 +94,11 @@ _METHOD_PARAMS = {
 class Ufunc:
     """npgpu's face of one NumPy ufunc: same attributes, routed calls and methods."""
 
-    __slots__ = ("_ufunc", "__name__", "__qualname__")
+    __slots__ = ("_ufunc", "_id", "__name__", "__qualname__")
 
     def __init__(self, uf: numpy.ufunc) -> None:
         self._ufunc = uf
+        self._id = id(uf)
         self.__name__ = uf.__name__
         self.__qualname__ = uf.__name__
 
@@ -112,9 +111,30 @@ class Ufunc:
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
         frame = sys._getframe(1)
-        if not kwargs and _small_host_call(state, args, kwargs):
-            _report.record_host_call(self._ufunc, frame)
-            return self._ufunc(*args)
+        if not kwargs:
+            # The hot path of small-array code, inlined: host operands too small to move run in
+            # NumPy at once, counted in this thread's table.
+            nbytes = 0
+            for x in args:
+                t = type(x)
+                if t is _ndarray:
+                    nbytes += x.nbytes
+                elif t not in _HOST_SCALARS:
+                    break
+            else:
+                if nbytes < state.host_limit:
+                    try:
+                        table = _local.table
+                    except AttributeError:
+                        table = _report.thread_table()
+                    code = frame.f_code
+                    key = (self._id, id(code), frame.f_lasti, "host")
+                    n = table.get(key)
+                    if n is None:
+                        _report.first_count(table, key, self._ufunc, code)
+                    else:
+                        table[key] = n + 1
+                    return self._ufunc(*args)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

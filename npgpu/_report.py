@@ -88,26 +88,55 @@ def record(func: Any, where: str, *, reason: str | None = None) -> None:
 
 
 # Calls on the hot paths (small host calls, recorded elementwise calls) are counted by each thread
-# in its own table, without a lock, keyed by (function, code object, line, where); reports merge.
+# in its own table, without a lock. Keys hold only ints, which hash fast (a code object's hash is
+# recomputed from its contents every time): (id(function), id(code), instruction offset, where).
+# The objects behind the ids are kept in _objects; offsets become line numbers in reports.
 _local = threading.local()
-_fast_tables: list[dict[tuple[Any, Any, int, str], int]] = []
+_fast_tables: list[dict[tuple[int, int, int, str], int]] = []
+_objects: dict[int, Any] = {}
 
 
-def count(func: Any, where: str, frame: Any) -> None:
-    """Count a call whose user frame the caller already knows (no stack walk, no lock)."""
+def thread_table() -> dict[tuple[int, int, int, str], int]:
+    """This thread's lock-free table of call counts."""
     try:
-        table = _local.table
+        return _local.table
     except AttributeError:
         table = _local.table = {}
         with _lock:
             _fast_tables.append(table)
-    key = (func, frame.f_code, frame.f_lineno, where)
-    table[key] = table.get(key, 0) + 1
+        return table
+
+
+def first_count(table: dict[tuple[int, int, int, str], int], key: tuple[int, int, int, str], func: Any,
+                code: Any) -> None:
+    """Start a count: remember what the key's ids stand for."""
+    _objects[key[0]] = func
+    _objects[key[1]] = code
+    table[key] = 1
+
+
+def count(func: Any, where: str, frame: Any) -> None:
+    """Count a call whose user frame the caller already knows (no stack walk, no lock)."""
+    table = thread_table()
+    code = frame.f_code
+    key = (id(func), id(code), frame.f_lasti, where)
+    n = table.get(key)
+    if n is None:
+        first_count(table, key, func, code)
+    else:
+        table[key] = n + 1
 
 
 def record_host_call(func: Any, frame: Any) -> None:
     """Count a call the namespace door kept in NumPy; ``frame`` is the user's."""
     count(func, "host", frame)
+
+
+def _line(code: Any, offset: int) -> int:
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
 
 
 def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
@@ -130,8 +159,9 @@ def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
     sites: defaultdict[str, Counts] = defaultdict(Counts)
     calls = list(_calls.items())
     for table in _fast_tables:
-        calls += [((func, (code.co_filename, line), where, None), n)
-                  for (func, code, line, where), n in list(table.items())]
+        for (func_id, code_id, offset, where), n in list(table.items()):
+            code = _objects[code_id]
+            calls.append(((_objects[func_id], (code.co_filename, _line(code, offset)), where, None), n))
     for (func, (filename, line), where, reason), n in calls:
         for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
             setattr(counts, where, getattr(counts, where) + n)
