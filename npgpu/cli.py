@@ -737,6 +737,8 @@ def _thresholds(available: dict[str, Any]) -> dict[str, Any]:
         found[f"in force now ({state.backend.name}) creation bytes"] = _placement.threshold_bytes(state)
         found[f"in force now ({state.backend.name}) upload bytes"] = _placement.upload_threshold_bytes(state)
     for name, backend in available.items():
+        if backend.is_host:
+            continue  # NumPy itself: nothing to place
         default = replace(state, backend=backend, threshold=None)
         found[f"{name} creation bytes"] = _placement.threshold_bytes(default)
         found[f"{name} upload bytes"] = _placement.upload_threshold_bytes(default)
