@@ -164,3 +164,22 @@ def test_numpy_calls_from_libraries_get_host_arrays(on, tmp_path, monkeypatch):
     assert type(plus) is numpy.ndarray and plus.tolist() == [[1, 2, 3], [4, 5, 6]]
     assert type(twice) is numpy.ndarray
     assert type(numpy.mean(a, axis=0)) is npgpu.DeviceArray  # the same call from user code stays on the device
+
+
+class _Duck:
+    """A foreign array type with its own NumPy protocols: npgpu must defer to it."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return ("duck", ufunc.__name__)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("duck", func.__name__)
+
+
+def test_unknown_operand_types_get_notimplemented(on):
+    a = npgpu.arange(3.0)
+    duck = _Duck()
+    assert a.__array_ufunc__(numpy.add, "__call__", a, duck) is NotImplemented
+    assert a.__array_function__(numpy.concatenate, (npgpu.DeviceArray, _Duck), ([a, duck],), {}) is NotImplemented
+    assert numpy.add(a, duck) == ("duck", "add")  # NumPy then asks the duck, which answers
+    assert numpy.concatenate([a, duck]) == ("duck", "concatenate")
