@@ -7,7 +7,6 @@ standing in for CuPy, so the device path of the core is exercised on machines wi
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import threading
 from collections.abc import Callable
@@ -583,8 +582,3 @@ def _is_bool_index(k: Any) -> bool:
     dtype = getattr(k, "dtype", None)
     return dtype is not None and dtype.kind == "b"
 
-
-def _size_of(shape: Any) -> int:
-    if isinstance(shape, (int, numpy.integer)):
-        return int(shape)
-    return math.prod(int(s) for s in shape)
