@@ -69,6 +69,10 @@ def _called_from_library() -> bool:
     return _caller()[1]
 
 
+# Operand types that never need the foreign-array check (the common case, tested by identity).
+_OWN_TYPES = frozenset({int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64, numpy.ndarray})
+
+
 class _Flags:
     """The subset of ``ndarray.flags`` legacy code reads, computed from shape and strides."""
 
@@ -145,9 +149,10 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        for x in inputs + kwargs.get("out", ()):
-            if not isinstance(x, (DeviceArray, numpy.ndarray)) and hasattr(x, "__array_ufunc__"):
-                if type(x).__array_ufunc__ is not None and not isinstance(x, numpy.generic):
+        for x in inputs + kwargs.get("out", ()) if kwargs else inputs:
+            if type(x) not in _OWN_TYPES and hasattr(x, "__array_ufunc__"):
+                if type(x).__array_ufunc__ is not None and not isinstance(x, (DeviceArray, numpy.ndarray,
+                                                                              numpy.generic)):
                     return NotImplemented
         frame, library = _caller()
         if library:
@@ -457,6 +462,9 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _rebuild, (self.__array__(), self._backend.name, self._scalar)
+
+
+_OWN_TYPES = _OWN_TYPES | {DeviceArray}
 
 
 def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> Any:

@@ -292,6 +292,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     key: list[Any] = [uf]
     shape = None
     same_shape = True
+    python_int = False
     for x in inputs:
         if type(x) is DeviceArray:
             if backend is None:
@@ -306,6 +307,8 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             elif operand.shape != shape:
                 same_shape = False
         elif type(x) in _WEAK:
+            if type(x) is int:
+                python_int = True
             key.append(_BOOL if type(x) is bool else type(x))
         elif isinstance(x, numpy.generic):
             key.append(x.dtype)
@@ -324,7 +327,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented
-    if int in key:
+    if python_int:  # (not `int in key`: a dtype compares equal to int, slowly)
         try:
             _check_python_ints(uf, inputs, loop)
         except _WidenedComparison:
@@ -353,7 +356,7 @@ def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
 
 def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any], frame: Any = None) -> Any:
     """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs (``frame``: the user's, if known)."""
-    state = _config.current()
+    state = _config._state.get() or _config._default
     if (method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin
             and uf.signature is None):
         result = _fast_call(uf, inputs, state.fusion, frame)
