@@ -77,6 +77,21 @@ def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[s
     return nbytes < state.host_limit
 
 
+def _count_host(func_id: int, func: Any, frame: Any) -> None:
+    """Count a small call kept in NumPy, in this thread's lock-free table (the hot path)."""
+    try:
+        table = _local.table
+    except AttributeError:
+        table = _report.thread_table()
+    code = frame.f_code
+    key = (func_id, id(code), frame.f_lasti, "host")
+    n = table.get(key)
+    if n is None:
+        _report.first_count(table, key, func, code)
+    else:
+        table[key] = n + 1
+
+
 def _on() -> bool:
     state = _state_get() or _config._default
     return state.backend is not None
@@ -123,17 +138,7 @@ class Ufunc:
                     break
             else:
                 if nbytes < state.host_limit:
-                    try:
-                        table = _local.table
-                    except AttributeError:
-                        table = _report.thread_table()
-                    code = frame.f_code
-                    key = (self._id, id(code), frame.f_lasti, "host")
-                    n = table.get(key)
-                    if n is None:
-                        _report.first_count(table, key, self._ufunc, code)
-                    else:
-                        table[key] = n + 1
+                    _count_host(self._id, self._ufunc, frame)
                     return self._ufunc(*args)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
 
@@ -185,13 +190,14 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     """A function that is ``func`` while acceleration is off and dispatched while it is on."""
 
     fast = func not in _SIZE_DECIDES
+    func_id = id(func)
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = _state_get() or _config._default
         if state.backend is None:
             return func(*args, **kwargs)
         if fast and _small_host_call(state, args, kwargs):
-            _report.record_host_call(func, sys._getframe(1))
+            _count_host(func_id, func, sys._getframe(1))
             return func(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 

@@ -127,11 +127,6 @@ def count(func: Any, where: str, frame: Any) -> None:
         table[key] = n + 1
 
 
-def record_host_call(func: Any, frame: Any) -> None:
-    """Count a call the namespace door kept in NumPy; ``frame`` is the user's."""
-    count(func, "host", frame)
-
-
 def _line(code: Any, offset: int) -> int:
     for start, end, line in code.co_lines():
         if start <= offset < end and line is not None:
