@@ -126,20 +126,9 @@ class Ufunc:
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
         frame = sys._getframe(1)
-        if not kwargs:
-            # The hot path of small-array code, inlined: host operands too small to move run in
-            # NumPy at once, counted in this thread's table.
-            nbytes = 0
-            for x in args:
-                t = type(x)
-                if t is _ndarray:
-                    nbytes += x.nbytes
-                elif t not in _HOST_SCALARS:
-                    break
-            else:
-                if nbytes < state.host_limit:
-                    _count_host(self._id, self._ufunc, frame)
-                    return self._ufunc(*args)
+        if not kwargs and _small_host_call(state, args, kwargs):
+            _count_host(self._id, self._ufunc, frame)
+            return self._ufunc(*args)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
