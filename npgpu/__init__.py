@@ -16,7 +16,7 @@ from ._config import current_backend, disable, enable
 from ._errors import BackendUnavailableError, FallbackError, FallbackWarning, PerformanceWarning
 from ._report import Report, report
 
-globals().update(_namespace.mirror(_numpy, "npgpu"))
+globals().update(_namespace.mirror(_numpy, "npgpu", _namespace.numpy_dispatched()))
 ndarray = _namespace.ndarray
 ufunc = _namespace.ufunc
 linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)

@@ -33,8 +33,10 @@ _METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, 
                        numpy.min_scalar_type, numpy.can_cast, numpy.common_type, numpy.broadcast_shapes})
 _MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
 # Array construction from host data: NumPy builds the array, placement decides whether it moves.
+# Where host data enters: the result is placed by its size (uploaded from the upload threshold).
 _CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
-                           numpy.asfortranarray})
+                           numpy.asfortranarray, numpy.load, numpy.loadtxt, numpy.genfromtxt, numpy.fromfile,
+                           numpy.fromiter})
 
 
 def _proxy_tree(obj: Any) -> Any:
@@ -206,7 +208,7 @@ def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend
         _report.record(func, "device")
         return DeviceArray(native, backend)
     host = func(*args, **kwargs)
-    if (isinstance(host, numpy.ndarray) and host.nbytes >= _placement.upload_threshold_bytes(state)
+    if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
         _report.record(func, "device")
         return DeviceArray(upload(host, backend, func), backend)

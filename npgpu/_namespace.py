@@ -52,8 +52,7 @@ _local = _report._local
 _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
                            numpy.int32, numpy.bool_, numpy.complex128})
 # Functions whose placement depends on more than their array arguments' sizes.
-_SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | {numpy.asarray, numpy.array, numpy.asanyarray,
-                                                       numpy.ascontiguousarray, numpy.asfortranarray}
+_SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
 
 
 def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -120,6 +119,10 @@ class Ufunc:
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._ufunc.__doc__
+
+    @property
+    def __wrapped__(self) -> numpy.ufunc:
+        return self._ufunc
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = _state_get() or _config._default
@@ -198,14 +201,38 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     return routed
 
 
-def mirror(source: Any, module: str) -> dict[str, Any]:
-    """Public names of ``source`` as npgpu exposes them."""
+# Compute-heavy calls: large host operands are worth uploading, and NumPy's own cost hides the
+# wrapper's, so they keep npgpu's wrapper even though NumPy would dispatch device arrays to us.
+_HEAVY_NAMES = ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "convolve", "correlate",
+                "vecdot", "matvec", "vecmat")
+
+
+def numpy_dispatched() -> frozenset[Any]:
+    """NumPy objects that npgpu exposes unwrapped: every ufunc and every function NumPy itself
+    dispatches to ``__array_function__``, except creation and compute-heavy ones.
+
+    NumPy hands device arrays to ``DeviceArray.__array_ufunc__``/``__array_function__`` (the
+    dispatcher), and runs calls on NumPy arrays at NumPy's own speed: small work pays nothing.
+    Host arrays are placed where they are made (creation functions, ``asarray``), not per call.
+    """
+    from numpy.testing.overrides import get_overridable_numpy_array_functions
+
+    heavy = {getattr(numpy, name) for name in _HEAVY_NAMES if hasattr(numpy, name)}
+    candidates = set(get_overridable_numpy_array_functions())
+    candidates.update(getattr(numpy, name) for name in dir(numpy) if isinstance(getattr(numpy, name), numpy.ufunc))
+    return frozenset(f for f in candidates if f not in heavy and f not in _SIZE_DECIDES)
+
+
+def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) -> dict[str, Any]:
+    """Public names of ``source`` as npgpu exposes them (``unwrapped``: NumPy objects kept as they are)."""
     names: dict[str, Any] = {}
     for name in dir(source):
         if name.startswith("_"):
             continue
         obj = getattr(source, name)
-        if isinstance(obj, numpy.ufunc):
+        if isinstance(obj, (numpy.ufunc, *_FUNCTION_TYPES)) and obj in unwrapped:
+            names[name] = obj
+        elif isinstance(obj, numpy.ufunc):
             names[name] = Ufunc(obj)
         elif isinstance(obj, _FUNCTION_TYPES) and not isinstance(obj, type):
             names[name] = wrap_function(obj, module)

@@ -78,6 +78,10 @@ def test_fallback_writes_back_into_device_out(device_backend):
 def test_host_work_below_threshold_is_not_a_fallback(device_backend):
     npgpu.report(reset=True)
     with backend_context(device_backend, threshold=1 << 20, on_fallback="raise"):
-        small = npgpu.sin(numpy.arange(10.0))
-    assert type(small) is numpy.ndarray
-    assert npgpu.report().totals().host == 1 and npgpu.report().totals().fallback == 0
+        small = npgpu.arange(10.0)  # made below the threshold: a NumPy array, counted on the host
+        result = npgpu.sin(small)  # NumPy's own ufunc on a NumPy array: no npgpu code runs
+        product = npgpu.dot(small, small)  # a compute-heavy wrapper that keeps small work on the host
+    assert type(small) is numpy.ndarray and type(result) is numpy.ndarray and type(product) is numpy.float64
+    numpy.testing.assert_array_equal(result, numpy.sin(numpy.arange(10.0)))
+    totals = npgpu.report().totals()
+    assert totals.host == 2 and totals.fallback == 0 and totals.device == 0

@@ -43,6 +43,35 @@ def test_isinstance_ndarray_and_ufunc():
     assert type(npgpu.ndarray((2, 3))) is numpy.ndarray
 
 
+def test_ufuncs_and_dispatched_functions_are_numpys_own_objects():
+    # NumPy hands device arrays to npgpu (NEP 13/18) and runs NumPy arrays itself, at its own speed.
+    for name in ("sin", "add", "sqrt", "sum", "where", "concatenate", "mean", "copy", "zeros_like"):
+        assert getattr(npgpu, name) is getattr(numpy, name), name
+    # Where arrays are made or data enters, and compute-heavy calls, npgpu places the result itself.
+    for name in ("zeros", "arange", "asarray", "array", "loadtxt", "fromfile", "load", "matmul", "dot", "einsum"):
+        assert getattr(npgpu, name) is not getattr(numpy, name), name
+        assert getattr(npgpu, name).__wrapped__ is getattr(numpy, name), name
+    assert npgpu.linalg.solve is not numpy.linalg.solve and npgpu.fft.fft is not numpy.fft.fft
+
+
+@pytest.mark.parametrize("backend", ["emulated", "opencl"])
+def test_numpy_own_functions_route_device_arrays_and_data_entry_is_placed(backend, tmp_path):
+    if backend == "opencl":
+        pytest.importorskip("pyopencl")
+    path = tmp_path / "data.txt"
+    numpy.savetxt(path, numpy.arange(12.0).reshape(4, 3))
+    with npgpu.enable(backend, threshold=64):
+        loaded = npgpu.loadtxt(path)  # 96 bytes: above the threshold, uploaded where it enters
+        small = npgpu.loadtxt(path, max_rows=2)  # 48 bytes: stays a NumPy array
+        assert type(loaded) is npgpu.DeviceArray and type(small) is numpy.ndarray
+        result = npgpu.sin(loaded) + npgpu.sum(loaded, axis=0)
+        assert type(result) is npgpu.DeviceArray
+        host = numpy.sin(small)  # NumPy's own call on NumPy data: no npgpu code runs
+    expected = numpy.arange(12.0).reshape(4, 3)
+    numpy.testing.assert_allclose(result.__array__(), numpy.sin(expected) + expected.sum(axis=0), rtol=1e-12)
+    numpy.testing.assert_array_equal(host, numpy.sin(expected[:2]))
+
+
 def test_off_returns_exactly_what_numpy_returns():
     cases = [
         lambda xp: xp.arange(10) * 2,
