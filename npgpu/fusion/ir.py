@@ -6,10 +6,37 @@ One eager ufunc call is a graph of one node; fusion records longer graphs into t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy
 
 from . import ufuncs as _table
+
+
+class _Node:
+    """An interior node: immutable by convention, hashed once when made.
+
+    Graphs nest, and dataclass hashing recomputed every subtree (building a 13-operation graph
+    was quadratic); a frozen dataclass's __init__ also cost more than the rest of recording.
+    """
+
+    __slots__ = ("_hash",)
+    _KEY: tuple[str, ...] = ()
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._KEY)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return type(other) is type(self) and hash(other) == self._hash and other._key() == self._key()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        fields_ = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._KEY)
+        return f"{type(self).__name__}({fields_})"
 
 
 @dataclass(frozen=True)
@@ -28,35 +55,48 @@ class Scalar:
     dtype: numpy.dtype
 
 
-@dataclass(frozen=True)
-class Cast:
+class Cast(_Node):
     """Convert ``operand`` to ``dtype`` with C conversion (NumPy's ``astype`` for supported pairs)."""
 
-    operand: Node
-    dtype: numpy.dtype
+    __slots__ = ("operand", "dtype")
+    _KEY = __slots__
+
+    def __init__(self, operand: Node, dtype: numpy.dtype) -> None:
+        self.operand = operand
+        self.dtype = dtype
+        self._hash = hash((Cast, operand, dtype))
 
 
-@dataclass(frozen=True)
-class Apply:
+class Apply(_Node):
     """Output ``out_index`` of ``ufunc`` run with resolved ``loop`` dtypes (inputs then outputs)."""
 
-    ufunc: numpy.ufunc
-    loop: tuple[numpy.dtype, ...]
-    operands: tuple[Node, ...]
-    out_index: int = 0
+    __slots__ = ("ufunc", "loop", "operands", "out_index")
+    _KEY = __slots__
+
+    def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Node, ...],
+                 out_index: int = 0) -> None:
+        self.ufunc = ufunc
+        self.loop = loop
+        self.operands = operands
+        self.out_index = out_index
+        self._hash = hash((Apply, ufunc, loop, operands, out_index))
 
     @property
     def dtype(self) -> numpy.dtype:
         return self.loop[self.ufunc.nin + self.out_index]
 
 
-@dataclass(frozen=True)
-class Select:
+class Select(_Node):
     """``where(cond, a, b)``; ``a`` and ``b`` already have the result dtype."""
 
-    cond: Node
-    a: Node
-    b: Node
+    __slots__ = ("cond", "a", "b")
+    _KEY = __slots__
+
+    def __init__(self, cond: Node, a: Node, b: Node) -> None:
+        self.cond = cond
+        self.a = a
+        self.b = b
+        self._hash = hash((Select, cond, a, b))
 
     @property
     def dtype(self) -> numpy.dtype:
@@ -77,6 +117,13 @@ class Graph:
     inputs: tuple[numpy.dtype, ...]
     scalars: tuple[numpy.dtype, ...]
     outputs: tuple[Node, ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.inputs, self.scalars, self.outputs)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def out_dtypes(self) -> tuple[numpy.dtype, ...]:
@@ -146,6 +193,12 @@ class GraphBuilder:
             raise KeyError(f"no template for {ufunc.__name__} with loop {loop}")
         ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop[: ufunc.nin], strict=True))
         return tuple(Apply(ufunc, loop, ops, k) for k in range(ufunc.nout))
+
+    def apply_recorded(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: list[Node]) -> Node:
+        """Output 0 of ``ufunc``: for a call already checked when it was recorded (``loop`` holds
+        dtypes the table supports), so materializing a graph repeats no validation."""
+        ops = tuple(op if op.dtype == dt else Cast(op, dt) for op, dt in zip(operands, loop))
+        return Apply(ufunc, loop, ops, 0)
 
     def select(self, cond: Node, a: Node, b: Node, dtype: numpy.dtype) -> Select:
         return Select(self.cast(cond, numpy.dtype(bool)), self.cast(a, dtype), self.cast(b, dtype))

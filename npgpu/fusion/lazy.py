@@ -53,16 +53,25 @@ class Pending:
         self.consumers = 0  # graphs recorded on top of this one
 
 
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    __slots__ = ("key",)
+
+
 class _PendingArrays:
     """Every pending array alive (by identity: arrays are unhashable), so writes and sync()
     can find the graphs that must run first; an array that dies unused is simply forgotten."""
 
     def __init__(self) -> None:
-        self._refs: dict[int, weakref.ref[Any]] = {}
+        self._refs: dict[int, _Ref] = {}
+        self._forget = self._dropped  # one bound callback for every reference
+
+    def _dropped(self, ref: _Ref) -> None:
+        self._refs.pop(ref.key, None)
 
     def add(self, array: Any) -> None:
-        key = id(array)
-        self._refs[key] = weakref.ref(array, lambda _ref, key=key: self._refs.pop(key, None))
+        ref = _Ref(array, self._forget)
+        ref.key = key = id(array)
+        self._refs[key] = ref
 
     def discard(self, array: Any) -> None:
         self._refs.pop(id(array), None)
@@ -95,12 +104,15 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
     """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
     operands: list[Any] = []
     nodes = 1
-    seen: list[Any] = []
+    first = second = None  # pending operands already counted (ufuncs here take at most 3 inputs)
     for x, dt in zip(inputs, loop):
         if type(x) is DeviceArray:
             pending = x._pending
-            if pending is not None and all(x is not y for y in seen):
-                seen.append(x)
+            if pending is not None and x is not first and x is not second:
+                if first is None:
+                    first = x
+                else:
+                    second = x
                 if pending.consumers:
                     # Used by a second graph (a loop reusing a lazy value): compute it once, here,
                     # rather than again inside every graph that reads it.
@@ -154,7 +166,7 @@ class _GraphState:
         node = self._memo.get(id(x))
         if node is None:
             operands = [self.node(o) for o in pending.operands]
-            node = self.builder.apply(pending.ufunc, pending.loop, *operands)[0]
+            node = self.builder.apply_recorded(pending.ufunc, pending.loop, operands)
             self._memo[id(x)] = node
             self.ops += 1
         return node
