@@ -14,8 +14,11 @@ from typing import Any
 import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from . import _config
+
 #: npgpu._dispatch, set when that module loads (it imports this one, so not the other way round)
 _dispatch: Any = None
+_state = _config._state
 
 
 def _function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -479,10 +482,18 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
 
     def operator_method(self: DeviceArray, other: Any) -> Any:
         if type(other) in _DIRECT_OPERANDS:
-            frame, library = _caller()
-            if not library:
-                inputs = (other, self) if reflected else (self, other)
-                return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
+            frame = sys._getframe(1)
+            if _code_kind.get(frame.f_code) != 2:  # not known user code: find the user's frame
+                frame, library = _caller()
+                if library:
+                    return slow(self, other)
+            inputs = (other, self) if reflected else (self, other)
+            state = _state.get() or _config._default
+            if state.backend is not None:  # the common case: record it, or run it, at once
+                result = _dispatch._fast_call(uf, inputs, state.fusion, frame)
+                if result is not NotImplemented:
+                    return result
+            return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
         return slow(self, other)
 
     operator_method.__name__ = name

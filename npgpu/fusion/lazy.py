@@ -87,6 +87,7 @@ class _PendingArrays:
 
 
 _pending = _PendingArrays()
+_new_array = DeviceArray.__new__
 
 
 def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
@@ -130,7 +131,11 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
             if type(x) is DeviceArray and x._pending is not None:
                 materialize(x)
         nodes = 1
-    array = DeviceArray.pending(Pending(ufunc, loop, tuple(operands), shape, nodes), backend)
+    array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
+    array._data = None
+    array._pending = Pending(ufunc, loop, tuple(operands), shape, nodes)
+    array._backend = backend
+    array._scalar = not shape
     _pending.add(array)
     # counted where the user called it; it runs inside a fused kernel
     if frame is None:
