@@ -29,14 +29,15 @@ def _e8(xp, a, b, c):
     return ((a * b + c) * a - b) / (c + 1.5) + xp.sqrt(xp.abs(a)) * 0.5 - xp.exp(-b)
 
 
+@pytest.mark.parametrize("n", [1000, 5000])  # 5000: whole blocks and a partial one in CUDA's contiguous kernel
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_e8_is_one_kernel_with_numpys_answer(fusing, dtype):
+def test_e8_is_one_kernel_with_numpys_answer(fusing, dtype, n):
     rng = numpy.random.default_rng(0)
-    host = [rng.standard_normal(1000).astype(dtype) for _ in range(3)]
+    host = [rng.standard_normal(n).astype(dtype) for _ in range(3)]
     a, b, c = (npgpu.asarray(h) for h in host)
     npgpu.report(reset=True)
     e = _e8(npgpu, a, b, c)
-    assert e._pending is not None and e.shape == (1000,) and e.dtype == dtype
+    assert e._pending is not None and e.shape == (n,) and e.dtype == dtype
     assert _kernels() == 0  # nothing ran yet
     got = npgpu.asnumpy(e)
     assert _kernels() == 1
@@ -47,6 +48,24 @@ def test_e8_is_one_kernel_with_numpys_answer(fusing, dtype):
     tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
     numpy.testing.assert_allclose(got, want, **tolerance)
     assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "bool"])
+def test_integer_chains_match_numpy_exactly(fusing, dtype):
+    rng = numpy.random.default_rng(3)
+    host = [rng.integers(0, 100, 5003).astype(dtype) for _ in range(2)]
+    a, b = (npgpu.asarray(h) for h in host)
+
+    def chain(x, y):
+        if dtype == "bool":
+            return (x & ~y) | (x ^ y)
+        return (x * 3 + y) // 7 - (x ^ y) + (x > y)
+
+    numpy.testing.assert_array_equal(npgpu.asnumpy(chain(a, b)), chain(*host), strict=True)
+    # a contiguous 2-d operand with a broadcast row takes the strided kernel
+    grid = npgpu.asarray(host[0][:5000].reshape(50, 100))
+    numpy.testing.assert_array_equal(npgpu.asnumpy(chain(grid, b[:100])), chain(host[0][:5000].reshape(50, 100),
+                                                                             host[1][:100]), strict=True)
 
 
 def test_fusion_off(device_backend):

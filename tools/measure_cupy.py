@@ -8,6 +8,7 @@ from it without a note saying when and where it was measured.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 import numpy
@@ -63,6 +64,49 @@ def transfers() -> None:
         print(f"{mib:>6} {up:>13.1f} {staged:>11.1f} {w8} {down:>13.1f} {staged_d:>11.1f} {pinned_d:>15.1f}")
 
 
+def transfer_grid() -> None:
+    """Host-to-device staging: chunk size x worker threads, against pinning the source in place."""
+    from npgpu.backends.cupy_backend import _PinnedStager
+
+    backend = get_backend("cupy")
+    saved = backend._stager
+    runtime = cupy.cuda.runtime
+    print("\nh2d grid, GB/s (median of 7): staged through pinned chunks, and hostRegister of the source + one DMA")
+    for mib in (64, 256):
+        host = numpy.random.default_rng(0).random(mib * (1 << 20) // 8)
+        nbytes = host.nbytes
+        pageable = numpy.empty_like(host)
+        copy_rate = nbytes / best(lambda: numpy.copyto(pageable, host)) / 1e9
+        pinned = numpy.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), host.dtype, host.size)
+        parts = numpy.array_split(numpy.arange(host.size), 8)
+        with ThreadPoolExecutor(8) as pool:
+            def parallel_copy() -> None:
+                list(pool.map(lambda p: numpy.copyto(pinned[p[0]:p[-1] + 1], host[p[0]:p[-1] + 1]), parts))
+
+            parallel_rate = nbytes / best(parallel_copy) / 1e9
+        row = [f"{mib} MiB: host memcpy one thread {copy_rate:.1f}, 8 threads into pinned {parallel_rate:.1f}"]
+        for chunk_mib, workers in ((1, 8), (2, 8), (4, 8), (2, 4), (4, 16)):
+            backend._stager = _PinnedStager(cupy, chunk_mib << 20, workers, chunk_mib << 20)
+            backend.from_host(host)
+            t = best(lambda: backend.from_host(host))
+            assert numpy.array_equal(backend.to_host(backend.from_host(host)), host)
+            row.append(f"c{chunk_mib}w{workers} {nbytes / t / 1e9:.1f}")
+            backend._stager._pool.shutdown()
+        dst = cupy.empty(host.shape, host.dtype)
+
+        def registered() -> None:
+            runtime.hostRegister(host.ctypes.data, nbytes, 0)
+            runtime.memcpy(dst.data.ptr, host.ctypes.data, nbytes, 1)
+            runtime.hostUnregister(host.ctypes.data)
+
+        row.append(f"hostRegister {nbytes / best(registered) / 1e9:.1f}")
+        backend._stager = None  # the default stager, sizing chunks per transfer
+        backend.from_host(host)
+        row.append(f"default {nbytes / best(lambda: backend.from_host(host)) / 1e9:.1f}")
+        print("  " + " | ".join(row))
+    backend._stager = saved
+
+
 def threshold() -> None:
     print("\nplacement: a*b+c on host inputs, NumPy vs npgpu-cupy (upload + kernel), microseconds")
     print(f"{'n':>10} {'bytes in':>10} {'numpy':>10} {'npgpu':>10} {'npgpu dev-resident':>19}")
@@ -104,8 +148,10 @@ def e8() -> None:
             ours = lambda: npgpu.asnumpy(e8_of(npgpu, da, db, dc)[:1])  # noqa: E731  (materializes)
             t_ours = benchmark(ours, n_repeat=20).gpu_times.mean()
             got = e8_of(npgpu, da, db, dc)
-            want = fused(a, b, c)
-            close = bool(cupy.allclose(got._native, want, rtol=1e-5 if dtype == "float32" else 1e-12))
+            head = [x[: 10**6].get() for x in (a, b, c)]  # NumPy's answer on the first million
+            want = e8_of(numpy, *head)
+            tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+            close = bool(numpy.allclose(got._native[: 10**6].get(), want, **tolerance))
             record = timeit_record(da, db)
             # Split the npgpu time: recording the 13 calls (CPU) and the fused kernel alone (GPU).
             from npgpu.fusion import lazy
@@ -123,7 +169,7 @@ def e8() -> None:
         moved = 4 * a.nbytes
         print(f"  {dtype}: d2d copy {bandwidth / 1e12:.2f} TB/s | cupy eager {t_eager * 1e3:.2f} | cupy.fuse "
               f"{t_fuse * 1e3:.2f} | npgpu {t_ours * 1e3:.2f} ms = {moved / t_ours / 1e12:.2f} TB/s "
-              f"({moved / t_ours / bandwidth:.0%} of copy) | same values: {close} | record one call: {record:.2f} us")
+              f"({moved / t_ours / bandwidth:.0%} of copy) | same as NumPy: {close} | record one call: {record:.2f} us")
 
 
 def timeit_record(a, b) -> float:
@@ -136,7 +182,9 @@ def timeit_record(a, b) -> float:
 
 
 if __name__ == "__main__":
+    import sys
+
     print(npgpu.backends.get_backend("cupy").describe())
-    transfers()
-    threshold()
-    e8()
+    sections = {"transfers": transfers, "grid": transfer_grid, "threshold": threshold, "e8": e8}
+    for name in sys.argv[1:] or ["transfers", "threshold", "e8"]:
+        sections[name]()

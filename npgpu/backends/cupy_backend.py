@@ -334,10 +334,15 @@ class _PinnedStager:
     chunks and double-buffers: it fills one pinned buffer while the other one's DMA runs.
     """
 
-    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None) -> None:
+    #: Measured on the H200 machine (tools/measure_cupy.py grid, 2026-11-30): 8 workers with 2 MiB
+    #: chunks were fastest for 64 MiB (33.9 GB/s; 16 workers 18-24), 4 MiB chunks for 256 MiB (40.2).
+    #: Chunks are sized so that each worker double-buffers about four of them.
+    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None,
+                 min_chunk_bytes: int = 1 << 20) -> None:
         self.cupy = cupy
-        self.chunk = chunk_bytes
-        self.workers = workers or max(1, min(16, os.cpu_count() or 2))
+        self.chunk = chunk_bytes  # the largest chunk, and the size of each pinned buffer
+        self.min_chunk = min(min_chunk_bytes, chunk_bytes)
+        self.workers = workers or max(1, min(8, os.cpu_count() or 2))
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="npgpu-pinned")
         self._device = cupy.cuda.Device().id
@@ -354,7 +359,8 @@ class _PinnedStager:
         return slot
 
     def _groups(self, nbytes: int) -> list[list[tuple[int, int]]]:
-        chunks = [(start, min(start + self.chunk, nbytes)) for start in range(0, nbytes, self.chunk)]
+        size = min(self.chunk, max(self.min_chunk, nbytes // (4 * self.workers) >> 16 << 16))
+        chunks = [(start, min(start + size, nbytes)) for start in range(0, nbytes, size)]
         per = -(-len(chunks) // self.workers)
         return [chunks[i:i + per] for i in range(0, len(chunks), per)]
 
@@ -517,21 +523,72 @@ class CupyBackend(ArrayModuleBackend):
             kernel = self._kernels[key] = build()
         return kernel
 
+    #: Threads per block and elements per thread of the contiguous fused kernel. One element per
+    #: thread (CuPy's ElementwiseKernel) left float32 E8 at 74% of copy bandwidth on the H200:
+    #: too few bytes in flight. Each thread now loads UNROLL_BYTES of every input before computing.
+    BLOCK = 256
+    UNROLL_BYTES = 16
+    #: No contraction of a*b+c into one FMA: NumPy rounds each operation (OpenCL: FP_CONTRACT OFF).
+    NVRTC_OPTIONS = ("--fmad=false",)
+
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
                   out: Any = None) -> Any:
         cp = self.xp
+        if out is None:
+            out = cp.empty(shape, graph.out_dtypes[0])
+        size = out.size
+        if size and out.flags.c_contiguous and all(x.flags.c_contiguous and x.size == size for x in inputs):
+            kernel, per_block = self._kernel(("contiguous", graph), lambda: self._contiguous_kernel(graph))
+            # (scalars are NumPy scalars of the graph's scalar dtypes: RawKernel passes them as such)
+            kernel(((size + per_block - 1) // per_block,), (self.BLOCK,), (*inputs, *scalars, out, numpy.int64(size)))
+            return out
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph)
             out_name = graph.out_dtypes[0].name
             return cp.ElementwiseKernel(spec, f"{out_name} out0", f"out0 = npg_fused({call})",
-                                        "npg_fused_ew", preamble=preamble)
+                                        "npg_fused_ew", preamble=preamble, options=self.NVRTC_OPTIONS)
 
         kernel = self._kernel(("ew", graph), build)
-        if out is None:
-            out = cp.empty(shape, graph.out_dtypes[0])
         kernel(*inputs, *scalars, out)
         return out
+
+    def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
+        """A RawKernel over contiguous operands of one size: thread t of block b handles elements
+        b*BLOCK*unroll + t + k*BLOCK (k < unroll), all loads first, so accesses stay coalesced."""
+        from ..fusion import ufuncs
+
+        itemsize = max(numpy.dtype(dt).itemsize for dt in (*graph.inputs, graph.out_dtypes[0]))
+        unroll = max(1, self.UNROLL_BYTES // itemsize)
+        preamble, _, _ = self._fused_function(graph)
+        ins = [f"in{i}" for i in range(len(graph.inputs))]
+        scs = [f"s{j}" for j in range(len(graph.scalars))]
+        params = ([f"const {ufuncs.ctype(dt)}* __restrict__ {n}" for n, dt in zip(ins, graph.inputs)]
+                  + [f"{ufuncs.ctype(dt)} {n}" for n, dt in zip(scs, graph.scalars)]
+                  + [f"{ufuncs.ctype(graph.out_dtypes[0])}* __restrict__ out0", "long long n"])
+        loads = [f"{ufuncs.ctype(dt)} v{n}[{unroll}];" for n, dt in zip(ins, graph.inputs)]
+        loaded = ", ".join([f"v{n}[k]" for n in ins] + scs)
+        direct = ", ".join([f"{n}[i]" for n in ins] + scs)
+        source = "\n".join([
+            preamble,
+            f'extern "C" __global__ void npg_fused_contiguous({", ".join(params)}) {{',
+            f"  const long long step = {self.BLOCK};",
+            f"  const long long base = (long long)blockIdx.x * (step * {unroll}) + threadIdx.x;",
+            f"  if (base + step * {unroll - 1} < n) {{",
+            *("    " + line for line in loads),
+            f"    #pragma unroll\n    for (int k = 0; k < {unroll}; k++) {{",
+            *(f"      v{n}[k] = {n}[base + k * step];" for n in ins),
+            "    }",
+            f"    #pragma unroll\n    for (int k = 0; k < {unroll}; k++) out0[base + k * step] = npg_fused({loaded});",
+            "  } else {",
+            f"    for (int k = 0; k < {unroll}; k++) {{",
+            "      const long long i = base + k * step;",
+            f"      if (i < n) out0[i] = npg_fused({direct});",
+            "    }",
+            "  }",
+            "}",
+        ])
+        return self.xp.RawKernel(source, "npg_fused_contiguous", options=self.NVRTC_OPTIONS), self.BLOCK * unroll
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...]) -> Any:
@@ -544,7 +601,7 @@ class CupyBackend(ArrayModuleBackend):
             preamble, call, spec = self._fused_function(graph)
             acc = graph.out_dtypes[0].name
             return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, "y = a", identity,
-                                      "npg_fused_reduce", preamble=preamble)
+                                      "npg_fused_reduce", preamble=preamble, options=self.NVRTC_OPTIONS)
 
         kernel = self._kernel(("reduce", graph, op), build)
         operands = [cp.broadcast_to(x, shape) for x in inputs]
