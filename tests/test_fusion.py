@@ -288,3 +288,16 @@ def _property(backend, case):
 @given(case=expressions())
 def test_random_expression_trees_match_numpy(backend, case):
     _property(backend, case)
+
+
+def test_graph_cache_reuses_graphs_and_tells_shared_operands_apart(fusing):
+    host = numpy.arange(6.0)
+    a, b = npgpu.asarray(host), npgpu.asarray(host + 10)
+    numpy.testing.assert_array_equal(npgpu.asnumpy(a * b + 1), host * (host + 10) + 1)
+    cached = len(lazy._GRAPHS)
+    c, d = npgpu.asarray(host + 1), npgpu.asarray(host + 2)  # the same expression over new arrays
+    numpy.testing.assert_array_equal(npgpu.asnumpy(c * d + 1), (host + 1) * (host + 2) + 1)
+    assert len(lazy._GRAPHS) == cached
+    # one array read twice has another signature than two arrays: a graph of its own, right values
+    numpy.testing.assert_array_equal(npgpu.asnumpy(c * c + 1), (host + 1) ** 2 + 1)
+    numpy.testing.assert_array_equal(npgpu.asnumpy(d * c + 1), (host + 2) * (host + 1) + 1)

@@ -39,20 +39,28 @@ class _Node:
         return f"{type(self).__name__}({fields_})"
 
 
-@dataclass(frozen=True)
-class Input:
+class Input(_Node):
     """Array operand ``index`` of the kernel, read with its own dtype."""
 
-    index: int
-    dtype: numpy.dtype
+    __slots__ = ("index", "dtype")
+    _KEY = __slots__
+
+    def __init__(self, index: int, dtype: numpy.dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+        self._hash = hash((Input, index, dtype))
 
 
-@dataclass(frozen=True)
-class Scalar:
+class Scalar(_Node):
     """Scalar kernel argument ``index`` (a value passed at launch, never source text)."""
 
-    index: int
-    dtype: numpy.dtype
+    __slots__ = ("index", "dtype")
+    _KEY = __slots__
+
+    def __init__(self, index: int, dtype: numpy.dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+        self._hash = hash((Scalar, index, dtype))
 
 
 class Cast(_Node):

@@ -17,7 +17,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from .. import _report
 from .._array import DeviceArray
 from . import ufuncs as _table
-from .ir import GraphBuilder, Node
+from .ir import Graph, GraphBuilder, Node
 
 #: Graphs larger than this many ufunc nodes are materialized before growing further.
 MAX_NODES = 64
@@ -88,6 +88,7 @@ class _PendingArrays:
 
 _pending = _PendingArrays()
 _new_array = DeviceArray.__new__
+_local = _report._local
 
 
 def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
@@ -137,44 +138,86 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
     array._backend = backend
     array._scalar = not shape
     _pending.add(array)
-    # counted where the user called it; it runs inside a fused kernel
+    # counted where the user called it (it runs inside a fused kernel): _report.count, inlined
     if frame is None:
         _report.record(ufunc, "device")
+        return array
+    try:
+        table = _local.table
+    except AttributeError:
+        table = _report.thread_table()
+    code = frame.f_code
+    key = (id(ufunc), id(code), frame.f_lasti, "device")
+    n = table.get(key)
+    if n is None:
+        _report.first_count(table, key, ufunc, code)
     else:
-        _report.count(ufunc, "device", frame)
+        table[key] = n + 1
     return array
 
 
+#: Graphs built so far, by recording signature: a loop that records the same expression over
+#: new arrays reuses the graph instead of building it again (most of materializing's CPU cost).
+_GRAPHS: dict[tuple[Any, ...], Graph] = {}
+_GRAPHS_MAX = 512
+
+
 class _GraphState:
-    """Turns a tree of pending arrays into an IR graph plus its launch operands."""
+    """Turns a tree of pending arrays into an IR graph plus its launch operands.
+
+    The walk writes a flat signature: one entry per leaf (its dtype; a leaf read twice is one
+    entry), per scalar (its dtype) and per ufunc call (ufunc, loop, operand positions). Equal
+    signatures give equal graphs, so the graph is built once per signature.
+    """
 
     def __init__(self) -> None:
-        self.builder = GraphBuilder()
         self.inputs: list[Any] = []
         self.scalars: list[numpy.generic] = []
-        self._leaves: dict[int, Node] = {}
-        self._memo: dict[int, Node] = {}
+        self.signature: list[Any] = []
+        self._seen: dict[int, int] = {}  # id of a leaf's native or of a pending array -> position
         self.ops = 0
 
-    def node(self, x: Any) -> Node:
-        if isinstance(x, ScalarArg):
+    def _walk(self, x: Any) -> int:
+        signature = self.signature
+        if type(x) is ScalarArg:
             self.scalars.append(x.value)
-            return self.builder.scalar(x.value.dtype)
+            signature.append(("scalar", x.value.dtype))
+            return len(signature) - 1
         pending = x._pending
+        key = id(x._data) if pending is None else id(x)
+        position = self._seen.get(key)
+        if position is not None:
+            return position
         if pending is None:
-            native = x._data
-            leaf = self._leaves.get(id(native))
-            if leaf is None:
-                leaf = self._leaves[id(native)] = self.builder.input(native.dtype)
-                self.inputs.append(native)
-            return leaf
-        node = self._memo.get(id(x))
-        if node is None:
-            operands = [self.node(o) for o in pending.operands]
-            node = self.builder.apply_recorded(pending.ufunc, pending.loop, operands)
-            self._memo[id(x)] = node
+            self.inputs.append(x._data)
+            signature.append(("input", x._data.dtype))
+        else:
+            refs = tuple([self._walk(o) for o in pending.operands])
+            signature.append((pending.ufunc, pending.loop, refs))
             self.ops += 1
-        return node
+        position = self._seen[key] = len(signature) - 1
+        return position
+
+    def graph(self, array: Any, out_dtype: numpy.dtype) -> Graph:
+        """The graph computing pending ``array`` stored as ``out_dtype``; fills inputs and scalars."""
+        self._walk(array)
+        key = (*self.signature, out_dtype)
+        graph = _GRAPHS.get(key)
+        if graph is None:
+            builder = GraphBuilder()
+            nodes: list[Node] = []
+            for entry in self.signature:
+                if entry[0] == "input":
+                    nodes.append(builder.input(entry[1]))
+                elif entry[0] == "scalar":
+                    nodes.append(builder.scalar(entry[1]))
+                else:
+                    nodes.append(builder.apply_recorded(entry[0], entry[1], [nodes[i] for i in entry[2]]))
+            graph = builder.build([nodes[-1]], [out_dtype])
+            if len(_GRAPHS) >= _GRAPHS_MAX:
+                _GRAPHS.pop(next(iter(_GRAPHS)))  # oldest first
+            _GRAPHS[key] = graph
+        return graph
 
 
 def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
@@ -193,8 +236,7 @@ def materialize(array: Any, out: Any = None) -> None:
     started = time.perf_counter()
     backend = array._backend
     state = _GraphState()
-    root = state.node(array)
-    graph = state.builder.build([root], [pending.dtype if out is None else out.dtype])
+    graph = state.graph(array, pending.dtype if out is None else out.dtype)
     result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
     array._data = result
     array._pending = None
@@ -296,8 +338,7 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     if count == 0 and (divide or op in ("maximum", "minimum")):
         return None  # NumPy's error or warning comes from the eager path
     started = time.perf_counter()
-    root = state.node(array)
-    graph = state.builder.build([root], [acc_dtype])
+    graph = state.graph(array, acc_dtype)
     native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
     if native is None:
         return None
