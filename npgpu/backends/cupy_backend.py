@@ -334,14 +334,13 @@ class _PinnedStager:
     chunks and double-buffers: it fills one pinned buffer while the other one's DMA runs.
     """
 
-    #: Measured on the H200 machine (tools/measure_cupy.py grid, 2026-11-30): 8 workers with 2 MiB
-    #: chunks were fastest for 64 MiB (33.9 GB/s; 16 workers 18-24), 4 MiB chunks for 256 MiB (40.2).
-    #: Chunks are sized so that each worker double-buffers about four of them.
-    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None,
-                 min_chunk_bytes: int = 1 << 20) -> None:
+    #: Measured on the H200 machine (tools/measure_cupy.py grid, three runs on 2026-11-30): 4 MiB
+    #: chunks on 8 workers were among the fastest every time (64 MiB: 25-34 GB/s, 256 MiB: 32-44);
+    #: 16 workers or 1-2 MiB chunks were slower. The host memcpy into pinned memory on 8 threads
+    #: alone ran at 30-37 GB/s there, which bounds any staged upload.
+    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None) -> None:
         self.cupy = cupy
-        self.chunk = chunk_bytes  # the largest chunk, and the size of each pinned buffer
-        self.min_chunk = min(min_chunk_bytes, chunk_bytes)
+        self.chunk = chunk_bytes
         self.workers = workers or max(1, min(8, os.cpu_count() or 2))
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="npgpu-pinned")
@@ -359,8 +358,7 @@ class _PinnedStager:
         return slot
 
     def _groups(self, nbytes: int) -> list[list[tuple[int, int]]]:
-        size = min(self.chunk, max(self.min_chunk, nbytes // (4 * self.workers) >> 16 << 16))
-        chunks = [(start, min(start + size, nbytes)) for start in range(0, nbytes, size)]
+        chunks = [(start, min(start + self.chunk, nbytes)) for start in range(0, nbytes, self.chunk)]
         per = -(-len(chunks) // self.workers)
         return [chunks[i:i + per] for i in range(0, len(chunks), per)]
 
