@@ -55,10 +55,9 @@ _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.flo
 _SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
 
 
-def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """True when every operand is a host array or plain value and together they are too small
-    to move: the call stays in NumPy without going through the dispatcher (small code stays fast)."""
-    nbytes = 0
+def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[str, Any], nbytes: int = 0) -> bool:
+    """True when every operand is a host array or plain value and together (with ``nbytes``
+    already counted) they are too small to move: the call stays in NumPy."""
     for x in args:
         t = type(x)
         if t is _ndarray:
@@ -74,6 +73,24 @@ def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[s
         elif t not in _HOST_SCALARS and not (t is tuple and all(type(i) is int for i in x)):
             return False
     return nbytes < state.host_limit
+
+
+def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes: int = 0) -> int:
+    """Bytes of the NumPy arrays among ``values`` (and in tuples or lists of them), or -1 when
+    anything else is there (a device array, an unknown type): then the dispatcher decides."""
+    for x in values:
+        t = type(x)
+        if t is ndarray_type:
+            nbytes += x.nbytes
+        elif t not in plain:
+            if t is not tuple and t is not list:
+                return -1
+            for item in x:
+                if type(item) is ndarray_type:
+                    nbytes += item.nbytes
+                elif type(item) not in plain:
+                    return -1
+    return nbytes
 
 
 def _count_host(func_id: int, func: Any, frame: Any) -> None:
@@ -179,18 +196,39 @@ def _ufunc_by_name(name: str) -> Any:
 
 
 def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
-    """A function that is ``func`` while acceleration is off and dispatched while it is on."""
+    """A function that is ``func`` while acceleration is off and dispatched while it is on.
+
+    With acceleration on, a call whose operands are NumPy arrays and plain values that together
+    stay below the upload threshold goes straight to NumPy (the check is inlined: it is what
+    small-array code pays per call, and it is not counted in the report). Larger host operands,
+    device arrays and anything else go to the dispatcher, which places them.
+    """
 
     fast = func not in _SIZE_DECIDES
-    func_id = id(func)
+    # closure cells load faster than module globals: this runs on every small-array call
+    state_get, default, ndarray_type, plain = _state_get, _config._default, _ndarray, _HOST_SCALARS
 
     def routed(*args: Any, **kwargs: Any) -> Any:
-        state = _state_get() or _config._default
+        state = state_get()
+        if state is None:
+            state = default
         if state.backend is None:
             return func(*args, **kwargs)
-        if fast and _small_host_call(state, args, kwargs):
-            _count_host(func_id, func, sys._getframe(1))
-            return func(*args, **kwargs)
+        if fast:
+            nbytes = 0
+            for x in args:
+                if type(x) is ndarray_type:
+                    nbytes += x.nbytes
+                elif type(x) not in plain:
+                    nbytes = _host_bytes((x,), ndarray_type, plain, nbytes)
+                    if nbytes < 0:
+                        break
+            else:
+                if not kwargs:
+                    if nbytes < state.host_limit:
+                        return func(*args)
+                elif 0 <= _host_bytes(kwargs.values(), ndarray_type, plain, nbytes) < state.host_limit:
+                    return func(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
     routed.__name__ = getattr(func, "__name__", "function")
@@ -201,26 +239,22 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     return routed
 
 
-# Compute-heavy calls: large host operands are worth uploading, and NumPy's own cost hides the
-# wrapper's, so they keep npgpu's wrapper even though NumPy would dispatch device arrays to us.
-_HEAVY_NAMES = ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "convolve", "correlate",
-                "vecdot", "matvec", "vecmat")
+# Compute-heavy ufuncs keep npgpu's wrapper, which moves large host operands to the device: the
+# upload pays for a matmul, and NumPy's own cost hides the wrapper's.
+_HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
 
 
 def numpy_dispatched() -> frozenset[Any]:
-    """NumPy objects that npgpu exposes unwrapped: every ufunc and every function NumPy itself
-    dispatches to ``__array_function__``, except creation and compute-heavy ones.
+    """NumPy objects that npgpu exposes unwrapped: NumPy's ufuncs, except compute-heavy ones.
 
-    NumPy hands device arrays to ``DeviceArray.__array_ufunc__``/``__array_function__`` (the
-    dispatcher), and runs calls on NumPy arrays at NumPy's own speed: small work pays nothing.
-    Host arrays are placed where they are made (creation functions, ``asarray``), not per call.
+    NumPy hands device arrays to ``DeviceArray.__array_ufunc__`` (the dispatcher) and runs
+    NumPy arrays itself, at NumPy's own speed: a ufunc call on small arrays pays nothing. Large
+    host arrays reach the device where they are made or through npgpu's functions (which
+    upload large host operands), not through a ufunc.
     """
-    from numpy.testing.overrides import get_overridable_numpy_array_functions
-
     heavy = {getattr(numpy, name) for name in _HEAVY_NAMES if hasattr(numpy, name)}
-    candidates = set(get_overridable_numpy_array_functions())
-    candidates.update(getattr(numpy, name) for name in dir(numpy) if isinstance(getattr(numpy, name), numpy.ufunc))
-    return frozenset(f for f in candidates if f not in heavy and f not in _SIZE_DECIDES)
+    return frozenset(obj for name in dir(numpy) if isinstance(obj := getattr(numpy, name), numpy.ufunc)
+                     and obj not in heavy)
 
 
 def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) -> dict[str, Any]:
