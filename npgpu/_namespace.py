@@ -207,6 +207,9 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     fast = func not in _SIZE_DECIDES
     # closure cells load faster than module globals: this runs on every small-array call
     state_get, default, ndarray_type, plain = _state_get, _config._default, _ndarray, _HOST_SCALARS
+    # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
+    # __array_function__ dispatch would only call this: calling it directly repays the check.
+    impl = getattr(func, "_implementation", func)
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
@@ -226,9 +229,9 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
             else:
                 if not kwargs:
                     if nbytes < state.host_limit:
-                        return func(*args)
+                        return impl(*args)
                 elif 0 <= _host_bytes(kwargs.values(), ndarray_type, plain, nbytes) < state.host_limit:
-                    return func(*args, **kwargs)
+                    return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
     routed.__name__ = getattr(func, "__name__", "function")
