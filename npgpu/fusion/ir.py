@@ -39,28 +39,26 @@ class _Node:
         return f"{type(self).__name__}({fields_})"
 
 
-class Input(_Node):
+class _Leaf(_Node):
+    __slots__ = ("index", "dtype")
+    _KEY = __slots__
+
+    def __init__(self, index: int, dtype: numpy.dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+        self._hash = hash((type(self), index, dtype))
+
+
+class Input(_Leaf):
     """Array operand ``index`` of the kernel, read with its own dtype."""
 
-    __slots__ = ("index", "dtype")
-    _KEY = __slots__
-
-    def __init__(self, index: int, dtype: numpy.dtype) -> None:
-        self.index = index
-        self.dtype = dtype
-        self._hash = hash((Input, index, dtype))
+    __slots__ = ()
 
 
-class Scalar(_Node):
+class Scalar(_Leaf):
     """Scalar kernel argument ``index`` (a value passed at launch, never source text)."""
 
-    __slots__ = ("index", "dtype")
-    _KEY = __slots__
-
-    def __init__(self, index: int, dtype: numpy.dtype) -> None:
-        self.index = index
-        self.dtype = dtype
-        self._hash = hash((Scalar, index, dtype))
+    __slots__ = ()
 
 
 class Cast(_Node):
