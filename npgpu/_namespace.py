@@ -55,26 +55,6 @@ _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.flo
 _SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
 
 
-def _small_host_call(state: _config.State, args: tuple[Any, ...], kwargs: dict[str, Any], nbytes: int = 0) -> bool:
-    """True when every operand is a host array or plain value and together (with ``nbytes``
-    already counted) they are too small to move: the call stays in NumPy."""
-    for x in args:
-        t = type(x)
-        if t is _ndarray:
-            nbytes += x.nbytes
-        elif t not in _HOST_SCALARS:
-            if t is tuple and all(type(i) is int for i in x):
-                continue
-            return False
-    for x in kwargs.values():
-        t = type(x)
-        if t is _ndarray:
-            nbytes += x.nbytes
-        elif t not in _HOST_SCALARS and not (t is tuple and all(type(i) is int for i in x)):
-            return False
-    return nbytes < state.host_limit
-
-
 def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes: int = 0) -> int:
     """Bytes of the NumPy arrays among ``values`` (and in tuples or lists of them), or -1 when
     anything else is there (a device array, an unknown type): then the dispatcher decides."""
@@ -146,7 +126,7 @@ class Ufunc:
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
         frame = sys._getframe(1)
-        if not kwargs and _small_host_call(state, args, kwargs):
+        if not kwargs and 0 <= _host_bytes(args, _ndarray, _HOST_SCALARS) < state.host_limit:
             _count_host(self._id, self._ufunc, frame)
             return self._ufunc(*args)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
@@ -267,10 +247,8 @@ def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) ->
         if name.startswith("_"):
             continue
         obj = getattr(source, name)
-        if isinstance(obj, (numpy.ufunc, *_FUNCTION_TYPES)) and obj in unwrapped:
-            names[name] = obj
-        elif isinstance(obj, numpy.ufunc):
-            names[name] = Ufunc(obj)
+        if isinstance(obj, numpy.ufunc):
+            names[name] = obj if obj in unwrapped else Ufunc(obj)
         elif isinstance(obj, _FUNCTION_TYPES) and not isinstance(obj, type):
             names[name] = wrap_function(obj, module)
         else:
