@@ -553,7 +553,12 @@ class CupyBackend(ArrayModuleBackend):
 
     def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
         """A RawKernel over contiguous operands of one size: thread t of block b handles elements
-        b*BLOCK*unroll + t + k*BLOCK (k < unroll), all loads first, so accesses stay coalesced."""
+        b*BLOCK*unroll + t + k*BLOCK (k < unroll), all loads first, so accesses stay coalesced.
+
+        ``out`` may be one of the inputs (``a += expr`` runs into ``a``; partly overlapping views
+        were computed first by the dispatcher). Each element is then read and written by the
+        same thread, read first, so the ``__restrict__`` read-only loads never see a value that
+        this kernel has written."""
         from ..fusion import ufuncs
 
         itemsize = max(numpy.dtype(dt).itemsize for dt in (*graph.inputs, graph.out_dtypes[0]))
