@@ -143,10 +143,13 @@ def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = Non
         entry[1] += seconds
 
 
-def record_kernel(stat: str, amount: float = 1) -> None:
-    """Fusion and code-generation statistics: kernels_launched, ops_fused, compile_seconds, ..."""
+def record_kernel(stat: str, amount: float = 1, **more: float) -> None:
+    """Fusion and code-generation statistics: kernels_launched, ops_fused, compile_seconds, ...
+    (``more``: further statistics counted under the same lock, as one update)."""
     with _lock:
         _kernels[stat] += amount
+        for name, value in more.items():
+            _kernels[name] += value
 
 
 def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:

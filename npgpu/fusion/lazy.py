@@ -221,11 +221,10 @@ class _GraphState:
 
 
 def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
-    _report.record_kernel("kernels_launched")
-    _report.record_kernel("ops_fused", state.ops)
     # each op folded into the kernel avoided writing and re-reading one temporary
-    _report.record_kernel("temporary_bytes_avoided", 2 * max(state.ops - 1, 0) * nbytes)
-    _report.record_kernel("fused_seconds", time.perf_counter() - started)
+    _report.record_kernel("kernels_launched", 1, ops_fused=state.ops,
+                          temporary_bytes_avoided=2 * max(state.ops - 1, 0) * nbytes,
+                          fused_seconds=time.perf_counter() - started)
 
 
 def materialize(array: Any, out: Any = None) -> None:
