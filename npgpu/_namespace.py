@@ -50,7 +50,7 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
 _ndarray = numpy.ndarray
 _local = _report._local
 _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
-                           numpy.int32, numpy.bool_, numpy.complex128})
+                           numpy.int32, numpy.bool_, numpy.complex128, type})  # type: dtype=numpy.float32
 # Functions whose placement depends on more than their array arguments' sizes.
 _SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
 
@@ -63,6 +63,8 @@ def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes:
         if t is ndarray_type:
             nbytes += x.nbytes
         elif t not in plain:
+            if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
+                continue
             if t is not tuple and t is not list:
                 return -1
             for item in x:
@@ -200,9 +202,10 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
         if fast:
             nbytes = 0
             for x in args:
-                if type(x) is ndarray_type:
+                t = type(x)
+                if t is ndarray_type:
                     nbytes += x.nbytes
-                elif type(x) not in plain:
+                elif t not in plain and not (t is tuple and plain.issuperset(map(type, x))):  # (a shape)
                     nbytes = _host_bytes((x,), ndarray_type, plain, nbytes)
                     if nbytes < 0:
                         break
@@ -210,8 +213,13 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
                 if not kwargs:
                     if nbytes < state.host_limit:
                         return impl(*args)
-                elif 0 <= _host_bytes(kwargs.values(), ndarray_type, plain, nbytes) < state.host_limit:
-                    return impl(*args, **kwargs)
+                else:
+                    for x in kwargs.values():
+                        if type(x) not in plain:
+                            nbytes = _host_bytes(kwargs.values(), ndarray_type, plain, nbytes)
+                            break
+                    if 0 <= nbytes < state.host_limit:
+                        return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
     routed.__name__ = getattr(func, "__name__", "function")
