@@ -251,3 +251,50 @@ def test_device_choice_and_describe():
     with pytest.raises(ValueError):
         OpenCLBackend(device="no-such-device-name")
     assert isinstance(OpenCLBackend().from_host(numpy.zeros(3)), CLArray)
+
+
+def test_vector_width_picks_uniform_float_graphs_of_plain_operations():
+    f8, f4, i4 = numpy.dtype("f8"), numpy.dtype("f4"), numpy.dtype("i4")
+    b = ir.GraphBuilder()
+    x = b.input(f8)
+    y = b.apply(numpy.exp, (f8, f8), b.apply(numpy.multiply, (f8, f8, f8), x, b.scalar(f8))[0])[0]
+    assert codegen.vector_width(b.build([y])) == 4
+    b = ir.GraphBuilder()
+    x = b.input(f4)
+    assert codegen.vector_width(b.build([b.apply(numpy.sqrt, (f4, f4), x)[0]])) == 8
+    b = ir.GraphBuilder()  # a comparison (bool result), a cast, an integer graph: scalar code
+    x = b.input(f8)
+    assert codegen.vector_width(b.build([b.apply(numpy.less, (f8, f8, numpy.dtype(bool)), x, x)[0]])) == 0
+    assert codegen.vector_width(ir.cast_graph(f4, f8)) == 0
+    b = ir.GraphBuilder()
+    x = b.input(i4)
+    assert codegen.vector_width(b.build([b.apply(numpy.add, (i4, i4, i4), x, x)[0]])) == 0
+    b = ir.GraphBuilder()  # maximum propagates NaN through a comparison: not a vector builtin
+    x = b.input(f8)
+    assert codegen.vector_width(b.build([b.apply(numpy.maximum, (f8, f8, f8), x, x)[0]])) == 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 7, 4099, 100_003])
+def test_vector_kernels_match_numpy_over_chunk_remainders_and_offsets(cl, dtype, n):
+    if not cl.is_cpu:
+        pytest.skip("vector kernels are the chunked CPU launch")
+    import npgpu
+
+    rng = numpy.random.default_rng(n)
+    host = [(rng.standard_normal(n + 1) * 3).astype(dtype) for _ in range(3)]
+    with npgpu.enable("opencl", threshold=0):
+        a, b, c = (npgpu.asarray(h)[1:] for h in host)  # views one element in: unaligned vectors
+        got = npgpu.asnumpy(((a * b + c) * a - b) / (c + 1.5) + npgpu.sqrt(npgpu.abs(a)) * 0.5 - npgpu.exp(-b))
+        exact = npgpu.asnumpy(a * b - c / (a + 2.0))  # correctly rounded operations only
+    ha, hb, hc = (h[1:] for h in host)
+    with numpy.errstate(all="ignore"):
+        want = ((ha * hb + hc) * ha - hb) / (hc + 1.5) + numpy.sqrt(numpy.abs(ha)) * 0.5 - numpy.exp(-hb)
+        want_exact = ha * hb - hc / (ha + 2.0)
+    tolerance = {"rtol": 1e-5, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+    numpy.testing.assert_allclose(got, want, **tolerance)
+    numpy.testing.assert_array_equal(exact, want_exact)  # FP_CONTRACT OFF holds in vector code too
+    from npgpu.backends import get_backend
+
+    layouts = [key[2] for key in get_backend("opencl")._kernels if key[0] == "ew"]
+    assert any(layout.vector for layout in layouts)

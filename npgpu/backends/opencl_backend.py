@@ -236,6 +236,8 @@ class OpenCLBackend(Backend):
         self.reduce_unroll = 8
         #: work-group size of chunked elementwise launches on CPU devices (0: one element per work-item)
         self.chunk_local_size = 1
+        #: chunked launches of eligible float graphs compute in OpenCL vector types (see codegen.vector_width)
+        self.vectorize = True
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
@@ -483,7 +485,10 @@ class OpenCLBackend(Backend):
         # element per work-item; GPUs: one element per work-item.
         chunk = self._chunk(n) if self.is_cpu and self.chunk_local_size else 0
         big = max(n + chunk * self.chunk_local_size, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
-        layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0)
+        # CPUs: contiguous float graphs of plain arithmetic and math builtins run in vector types
+        vector = codegen.vector_width(graph) if chunk and contiguous and where is None and self.vectorize else 0
+        layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0,
+                                vector=vector)
         kernel = self._build(("ew", graph, layout), lambda: codegen.elementwise(graph, layout, "opencl"))
         it = numpy.int64 if big else numpy.int32
         args: list[Any] = []
