@@ -74,3 +74,39 @@ class Matmul:
         else:
             self.cl.matmul(self.a, self.a)
             self.cl.sync()
+
+
+def _e8(xp, a, b, c):
+    return ((a * b + c) * a - b) / (c + 1.5) + xp.sqrt(xp.abs(a)) * 0.5 - xp.exp(-b)
+
+
+class E8:
+    """E8 written as eager NumPy code: NumPy against npgpu-opencl on arrays already on the device
+    (recorded, fused into one kernel, synchronized). Issue 4's CPU target: float64 at 10^7."""
+
+    params = (["numpy", "npgpu-opencl"], ["float32", "float64"], [10**6, 10**7])
+    param_names = ["impl", "dtype", "n"]
+    timeout = 300
+
+    def setup(self, impl, dtype, n):
+        hosts = [numpy.random.default_rng(seed).random(n).astype(dtype) for seed in (1, 2, 3)]
+        self.state = None
+        if impl == "numpy":
+            self.xp, self.args, self.sync = numpy, hosts, lambda: None
+            return
+        _backend()  # skips where OpenCL can't run
+        import npgpu
+
+        self.state = npgpu.enable("opencl", threshold=0)
+        self.xp, self.sync = npgpu, npgpu.sync
+        self.args = [npgpu.asarray(h) for h in hosts]
+        self.time_e8(impl, dtype, n)  # compile outside the timing
+
+    def teardown(self, impl, dtype, n):
+        if self.state is not None:
+            self.state.__exit__(None, None, None)
+
+    def time_e8(self, impl, dtype, n):
+        result = _e8(self.xp, *self.args)
+        self.sync()
+        return result
