@@ -68,8 +68,10 @@ class KernelSource:
 #: types, with no helper function and no comparison: the same text computes a vector of them.
 VECTOR_UFUNCS = frozenset({
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "square", "absolute",
-    "fmax", "fmin", "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-    "tanh", "floor", "ceil", "trunc",
+    "reciprocal", "fmax", "fmin", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+    "arctan2", "hypot", "power", "float_power", "fmod", "copysign", "floor", "ceil", "trunc", "rint",
+    "deg2rad", "rad2deg",
 })
 #: Elements per vector: 32 bytes (AVX2), for float32 and float64 graphs.
 _VECTOR_WIDTH = {numpy.dtype(numpy.float32): 8, numpy.dtype(numpy.float64): 4}
