@@ -182,7 +182,8 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
 
     With acceleration on, a call whose operands are NumPy arrays and plain values that together
     stay below the upload threshold goes straight to NumPy (the check is inlined: it is what
-    small-array code pays per call, and it is not counted in the report). Larger host operands,
+    small-array code pays per call; the report counts such calls per function, without their
+    call site). Larger host operands,
     device arrays and anything else go to the dispatcher, which places them.
     """
 
@@ -192,6 +193,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
     # __array_function__ dispatch would only call this: calling it directly repays the check.
     impl = getattr(func, "_implementation", func)
+    small_calls = _report.host_counter(func)
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
@@ -212,6 +214,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
             else:
                 if not kwargs:
                     if nbytes < state.host_limit:
+                        small_calls[0] += 1
                         return impl(*args)
                 else:
                     for x in kwargs.values():
@@ -219,6 +222,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
                             nbytes = _host_bytes(kwargs.values(), ndarray_type, plain, nbytes)
                             break
                     if 0 <= nbytes < state.host_limit:
+                        small_calls[0] += 1
                         return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 

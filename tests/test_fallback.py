@@ -8,6 +8,7 @@ import numpy
 import pytest
 
 import npgpu
+from npgpu import _report
 from npgpu.testing import backend_context
 
 
@@ -80,8 +81,11 @@ def test_host_work_below_threshold_is_not_a_fallback(device_backend):
     with backend_context(device_backend, threshold=1 << 20, on_fallback="raise"):
         small = npgpu.arange(10.0)  # made below the threshold: a NumPy array, counted on the host
         result = npgpu.sin(small)  # NumPy's own ufunc on a NumPy array: no npgpu code runs
-        product = npgpu.dot(small, small)  # small host operands: straight to NumPy, not counted
+        product = npgpu.dot(small, small)  # small host operands: straight to NumPy, counted as host
     assert type(small) is numpy.ndarray and type(result) is numpy.ndarray and type(product) is numpy.float64
     numpy.testing.assert_array_equal(result, numpy.sin(numpy.arange(10.0)))
     totals = npgpu.report().totals()
-    assert totals.host == 1 and totals.fallback == 0 and totals.device == 0
+    assert totals.host == 2 and totals.fallback == 0 and totals.device == 0
+    report = npgpu.report()
+    assert report.functions["dot"].host == 1 and report.sites[_report.SMALL_CALLS_SITE].host == 1
+    assert "sin" not in report.functions  # NumPy's own ufunc: not seen by npgpu
