@@ -299,6 +299,12 @@ def before_write(backend: Any, native: Any, skip: Any = None) -> None:
 
 def flush_all() -> None:
     """Materialize every pending array (``npgpu.sync()``)."""
+    # First the arrays no graph has read (the usual case: one result per expression), without
+    # working out which are inner; then whatever those kernels left pending.
+    roots = [array for array in _pending if array._pending is not None and not array._pending.consumers]
+    for array in roots:
+        materialize(array)
+    del roots
     _run_outermost(lambda array: array._pending is not None)
 
 
