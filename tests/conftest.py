@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +49,28 @@ def npgpu_backend(request: pytest.FixtureRequest) -> str:
 def device_backend(request: pytest.FixtureRequest) -> str:
     """Backends whose arrays live on a device (the emulated one included)."""
     return request.param
+
+
+#: The checkout the tests run from (subprocesses import npgpu from here).
+REPO = Path(__file__).resolve().parents[1]
+
+
+def subprocess_env() -> dict[str, str]:
+    """Environment for a script run in a subprocess: this checkout importable, no backend
+    enabled from the environment, matplotlib without a display."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.pop("NPGPU_BACKEND", None)
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+@pytest.fixture(scope="module")
+def cl() -> Any:
+    """An OpenCL backend instance for backend-level tests; skipped where OpenCL can't run."""
+    from npgpu.backends.opencl_backend import OpenCLBackend
+
+    reason = OpenCLBackend.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return OpenCLBackend()

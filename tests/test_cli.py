@@ -6,29 +6,19 @@ Real scripts written into tmp_path, run in subprocesses and compared with plain 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import subprocess_env
 
 from npgpu import cli
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.pop("NPGPU_BACKEND", None)
-    env["MPLBACKEND"] = "Agg"
-    return env
-
 
 def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=_env(), input=stdin, capture_output=True, text=True, timeout=180)
+    return subprocess.run(args, cwd=cwd, env=subprocess_env(), input=stdin, capture_output=True, text=True, timeout=180)
 
 
 def _script(tmp_path: Path, name: str, source: str) -> Path:

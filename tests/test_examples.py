@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO, subprocess_env
 
 from npgpu.cli import compare_text
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
 #: Small sizes so that the whole matrix stays within seconds.
@@ -35,15 +33,9 @@ SMALL_ARGS: dict[str, list[str]] = {
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name != "quickstart.py")
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.pop("NPGPU_BACKEND", None)
-    return env
-
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(args, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=300)
 
 
 @functools.cache

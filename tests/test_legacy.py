@@ -15,23 +15,14 @@ from pathlib import Path
 
 import numpy
 import pytest
+from conftest import subprocess_env
 
 import npgpu
 from npgpu import legacy
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.pop("NPGPU_BACKEND", None)
-    env["MPLBACKEND"] = "Agg"
-    return env
-
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120)
+    return subprocess.run(args, cwd=cwd, env=subprocess_env(), capture_output=True, text=True, timeout=120)
 
 
 def _exec_legacy(source: str) -> dict:

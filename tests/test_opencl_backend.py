@@ -19,13 +19,6 @@ FLOATS = ["float32", "float64"]
 ALL = ["bool"] + INTS + FLOATS
 
 
-@pytest.fixture(scope="module")
-def cl():
-    reason = OpenCLBackend.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    return OpenCLBackend()
-
 
 def sample(dtype, shape=(5, 7), seed=0):
     rng = numpy.random.default_rng(seed)

@@ -13,13 +13,6 @@ from npgpu.backends.opencl_backend import CLArray, OpenCLBackend  # noqa: E402
 pytestmark = pytest.mark.opencl
 
 
-@pytest.fixture(scope="module")
-def cl():
-    reason = OpenCLBackend.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    return OpenCLBackend()
-
 
 def host(cl, x):
     return cl.to_host(x) if isinstance(x, CLArray) else numpy.asarray(x)
