@@ -189,7 +189,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
 
     fast = func not in _SIZE_DECIDES
     # closure cells load faster than module globals: this runs on every small-array call
-    state_get, default, ndarray_type, plain = _state_get, _config._default, _ndarray, _HOST_SCALARS
+    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
     # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
     # __array_function__ dispatch would only call this: calling it directly repays the check.
     impl = getattr(func, "_implementation", func)
@@ -197,8 +197,8 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
-        if state is None:
-            state = default
+        if state is None:  # no enable()/disable() in this context: the process default (NPGPU_BACKEND)
+            state = config._default
         if state.backend is None:
             return func(*args, **kwargs)
         if fast:

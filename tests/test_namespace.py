@@ -106,6 +106,14 @@ def test_environment_variable_enables_a_backend_at_import():
     assert _fresh_python(code) == "None"
 
 
+def test_environment_backend_governs_functions_too():
+    # Functions read the process default when it's set at import (they count a small host call
+    # only while acceleration is on); a default captured before NPGPU_BACKEND was read left them off.
+    code = "import numpy, npgpu; npgpu.sum(numpy.ones(3)); print(npgpu.report().as_dict()['totals']['host'])"
+    assert _fresh_python(code, NPGPU_BACKEND="numpy") == "1"
+    assert _fresh_python(code) == "0"
+
+
 def test_unknown_backend_in_environment_is_a_clear_error():
     with pytest.raises(subprocess.CalledProcessError) as info:
         _fresh_python("import npgpu", NPGPU_BACKEND="nosuch")
