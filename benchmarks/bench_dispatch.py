@@ -63,3 +63,10 @@ class TimeSmallArrays(BackendBenchmark):
 
     def time_single_ufunc(self, backend: str, n: int) -> None:
         self.xp.multiply(self.a, self.b)
+
+    def time_other_functions(self, backend: str, n: int) -> None:
+        """Functions without the reductions' shorter road: what the placement check costs."""
+        xp, a, b = self.xp, self.a, self.b
+        xp.where(a > b, a, b)
+        xp.clip(a, 0.25, 0.75)
+        xp.concatenate((a, b))

@@ -234,6 +234,64 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     return routed
 
 
+# NumPy functions that, for an exact ndarray and at most an int axis, are one ufunc reduction
+# (fromnumeric's _wrapreduction calls ``ufunc.reduce(a, axis, dtype, None)``): the reduction's
+# ufunc and the dtype NumPy passes it.
+_REDUCTIONS = {
+    numpy.sum: (numpy.add, None), numpy.prod: (numpy.multiply, None),
+    numpy.max: (numpy.maximum, None), numpy.amax: (numpy.maximum, None),
+    numpy.min: (numpy.minimum, None), numpy.amin: (numpy.minimum, None),
+    numpy.any: (numpy.logical_or, bool), numpy.all: (numpy.logical_and, bool),
+}
+_AXIS_TYPES = frozenset({int, type(None)})
+
+
+def wrap_reduction(
+    func: Callable[..., Any], uf: numpy.ufunc, dtype: type | None, module: str = "npgpu"
+) -> Callable[..., Any]:
+    """``wrap_function(func)`` with a shorter road for the commonest small call.
+
+    ``sum(a)``, ``max(a, axis)`` and the like on a small NumPy array call the ufunc reduction
+    that NumPy's implementation would end in, without its Python layers: the same values and
+    errors, from the same NumPy code, for less than NumPy's own call costs. This pays for the
+    placement check on small-array code. Anything else takes the ordinary wrapper.
+    """
+    routed = wrap_function(func, module)
+    state_get, config, ndarray_type, axis_types = _state_get, _config, _ndarray, _AXIS_TYPES
+    reduce = uf.reduce
+    small_calls = _report.host_counter(func)
+
+    def reduction(*args: Any, **kwargs: Any) -> Any:
+        n = len(args)
+        if n == 1:
+            if kwargs:
+                axis = kwargs.get("axis", routed)  # routed: a sentinel, never an axis
+                if len(kwargs) != 1 or type(axis) not in axis_types:
+                    return routed(*args, **kwargs)
+            else:
+                axis = None
+        elif n == 2 and not kwargs and type(args[1]) in axis_types:
+            axis = args[1]
+        else:
+            return routed(*args, **kwargs)
+        a = args[0]
+        if type(a) is ndarray_type:
+            state = state_get()
+            if state is None:
+                state = config._default
+            if state.backend is not None and a.nbytes < state.host_limit:
+                small_calls[0] += 1
+                return reduce(a, axis, dtype)
+        return routed(*args, **kwargs)
+
+    reduction.__name__ = routed.__name__
+    reduction.__qualname__ = routed.__qualname__
+    reduction.__doc__ = routed.__doc__
+    reduction.__module__ = module
+    reduction.__wrapped__ = func  # type: ignore[attr-defined]
+    return reduction
+
+
 # Compute-heavy ufuncs keep npgpu's wrapper, which moves large host operands to the device: the
 # upload pays for a matmul, and NumPy's own cost hides the wrapper's.
 _HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
@@ -262,7 +320,8 @@ def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) ->
         if isinstance(obj, numpy.ufunc):
             names[name] = obj if obj in unwrapped else Ufunc(obj)
         elif isinstance(obj, _FUNCTION_TYPES) and not isinstance(obj, type):
-            names[name] = wrap_function(obj, module)
+            reduction = _REDUCTIONS.get(obj)
+            names[name] = wrap_function(obj, module) if reduction is None else wrap_reduction(obj, *reduction, module)
         else:
             names[name] = obj
     return names

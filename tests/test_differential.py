@@ -362,3 +362,66 @@ def test_random_numpy_streams_give_numpys_numbers(device_backend):
         assert npgpu.asnumpy(g).tolist() == w.tolist()
     with pytest.raises(ValueError, match="random must be"):
         npgpu.enable("numpy", random="gpu")
+
+
+# -- small host reductions (npgpu's shorter road to NumPy's ufunc reduction) ------------------
+
+SMALL_REDUCTIONS = ["sum", "prod", "max", "min", "amax", "amin", "any", "all"]
+REDUCTION_FORMS = {
+    "a": lambda f, a: f(a),
+    "a, 0": lambda f, a: f(a, 0),
+    "a, -1": lambda f, a: f(a, -1),
+    "a, None": lambda f, a: f(a, None),
+    "a, axis=1": lambda f, a: f(a, axis=1),
+    "a, axis=None": lambda f, a: f(a, axis=None),
+    "a, 5 (bad axis)": lambda f, a: f(a, 5),
+    "a, axis=0, keepdims": lambda f, a: f(a, axis=0, keepdims=True),
+}
+ODD_DTYPES = ["float16", "object", "timedelta64[s]", "datetime64[s]", "U3"]
+
+
+def _reduction_inputs(dtype):
+    if dtype in ODD_DTYPES:
+        base = numpy.arange(1, 7).reshape(2, 3)
+        return [base.astype(dtype), base[:, :0].astype(dtype), numpy.array(3).astype(dtype)]
+    a = _data(numpy, dtype, shape=(3, 4), seed=11)
+    return [a, a[:, :0], a[0, 0].reshape(()), a.T]
+
+
+@pytest.mark.parametrize("dtype", [*ALL_DTYPES, *ODD_DTYPES])
+def test_function_reductions_on_small_host_arrays(npgpu_backend, dtype):
+    # With acceleration on, sum(a), max(a, axis) ... on a small NumPy array take a shorter road
+    # to NumPy's own reduction: every form must give NumPy's value, dtype and exception.
+    import npgpu
+    from npgpu.testing import assert_same, backend_context
+
+    for a in _reduction_inputs(dtype):
+        for name in SMALL_REDUCTIONS:
+            for form, call in REDUCTION_FORMS.items():
+                try:
+                    expected, expected_exc = call(getattr(numpy, name), a), None
+                except Exception as exc:  # compared below
+                    expected, expected_exc = None, exc
+                with backend_context(npgpu_backend, threshold=1 << 20):
+                    try:
+                        actual, actual_exc = call(getattr(npgpu, name), a), None
+                    except Exception as exc:  # compared below
+                        actual, actual_exc = None, exc
+                where = f"npgpu.{name}({form}) on {a.dtype} {a.shape}"
+                if expected_exc is not None:
+                    assert type(actual_exc) is type(expected_exc), f"{where}: {actual_exc!r} != {expected_exc!r}"
+                    assert str(actual_exc) == str(expected_exc), where
+                else:
+                    assert actual_exc is None, f"{where} raised {actual_exc!r}"
+                    assert_same(actual, expected, device=False, path=where)
+
+
+def test_small_host_reductions_are_counted():
+    import npgpu
+
+    a = numpy.arange(6.0)
+    npgpu.report(reset=True)
+    with npgpu.enable("numpy", threshold=1 << 20):
+        assert npgpu.sum(a) == 15.0 and npgpu.max(a, 0) == 5.0 and not npgpu.all(a, axis=None)
+    counts = npgpu.report().as_dict()["functions"]
+    assert [counts[name]["host"] for name in ("sum", "max", "all")] == [1, 1, 1]
