@@ -78,19 +78,25 @@ def transfer_grid() -> None:
         pageable = numpy.empty_like(host)
         copy_rate = nbytes / best(lambda: numpy.copyto(pageable, host)) / 1e9
         pinned = numpy.frombuffer(cupy.cuda.alloc_pinned_memory(nbytes), host.dtype, host.size)
-        parts = numpy.array_split(numpy.arange(host.size), 8)
-        with ThreadPoolExecutor(8) as pool:
-            def parallel_copy() -> None:
-                list(pool.map(lambda p: numpy.copyto(pinned[p[0]:p[-1] + 1], host[p[0]:p[-1] + 1]), parts))
+        wc_memory = cupy.cuda.PinnedMemory(nbytes, runtime.hostAllocWriteCombined)
+        pinned_wc = numpy.frombuffer(cupy.cuda.PinnedMemoryPointer(wc_memory, 0), host.dtype, host.size)
+        row = [f"{mib} MiB: host memcpy one thread {copy_rate:.1f}"]
+        for threads in (8, 16):
+            parts = numpy.array_split(numpy.arange(host.size), threads)
+            with ThreadPoolExecutor(threads) as pool:
+                for label, target in (("pinned", pinned), ("write-combined pinned", pinned_wc)):
+                    def parallel_copy() -> None:
+                        list(pool.map(lambda p: numpy.copyto(target[p[0]:p[-1] + 1], host[p[0]:p[-1] + 1]), parts))
 
-            parallel_rate = nbytes / best(parallel_copy) / 1e9
-        row = [f"{mib} MiB: host memcpy one thread {copy_rate:.1f}, 8 threads into pinned {parallel_rate:.1f}"]
-        for chunk_mib, workers in ((1, 8), (2, 8), (4, 8), (2, 4), (4, 16)):
-            backend._stager = _PinnedStager(cupy, chunk_mib << 20, workers)
+                    row.append(f"{threads} threads into {label} {nbytes / best(parallel_copy) / 1e9:.1f}")
+        parts = numpy.array_split(numpy.arange(host.size), 8)
+        for chunk_mib, workers, wc in ((4, 8, False), (4, 8, True), (8, 8, True), (16, 8, True), (4, 12, True),
+                                       (4, 16, True), (2, 16, True)):
+            backend._stager = _PinnedStager(cupy, chunk_mib << 20, workers, write_combined=wc)
             backend.from_host(host)
             t = best(lambda: backend.from_host(host))
             assert numpy.array_equal(backend.to_host(backend.from_host(host)), host)
-            row.append(f"c{chunk_mib}w{workers} {nbytes / t / 1e9:.1f}")
+            row.append(f"c{chunk_mib}w{workers}{' wc' if wc else ''} {nbytes / t / 1e9:.1f}")
             backend._stager._pool.shutdown()
         dst = cupy.empty(host.shape, host.dtype)
 

@@ -338,23 +338,33 @@ class _PinnedStager:
     #: chunks on 8 workers were among the fastest every time (64 MiB: 25-34 GB/s, 256 MiB: 32-44);
     #: 16 workers or 1-2 MiB chunks were slower. The host memcpy into pinned memory on 8 threads
     #: alone ran at 30-37 GB/s there, which bounds any staged upload.
-    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None) -> None:
+    def __init__(self, cupy: Any, chunk_bytes: int = 4 << 20, workers: int | None = None,
+                 write_combined: bool = False) -> None:
         self.cupy = cupy
         self.chunk = chunk_bytes
         self.workers = workers or max(1, min(8, os.cpu_count() or 2))
+        #: Upload buffers allocated write-combined: the host only writes them and the DMA reads
+        #: them, so the CPU's copy streams past its caches (downloads keep cached buffers: the
+        #: host reads those, and reads of write-combined memory are slow).
+        self.write_combined = write_combined
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="npgpu-pinned")
         self._device = cupy.cuda.Device().id
 
-    def _slot(self) -> tuple[list[Any], list[numpy.ndarray], Any, list[Any]]:
-        slot = getattr(self._local, "slot", None)
+    def _slot(self, upload: bool = False) -> tuple[list[Any], list[numpy.ndarray], Any, list[Any]]:
+        name = "up" if upload and self.write_combined else "slot"
+        slot = getattr(self._local, name, None)
         if slot is None:
             cp = self.cupy
             cp.cuda.Device(self._device).use()
-            memory = [cp.cuda.alloc_pinned_memory(self.chunk) for _ in range(2)]
+            if name == "up":
+                flags = cp.cuda.runtime.hostAllocWriteCombined
+                memory = [cp.cuda.PinnedMemoryPointer(cp.cuda.PinnedMemory(self.chunk, flags), 0) for _ in range(2)]
+            else:
+                memory = [cp.cuda.alloc_pinned_memory(self.chunk) for _ in range(2)]
             host = [numpy.frombuffer(m, numpy.uint8, self.chunk) for m in memory]
             slot = (memory, host, cp.cuda.Stream(non_blocking=True), [cp.cuda.Event(), cp.cuda.Event()])
-            self._local.slot = slot
+            setattr(self._local, name, slot)
         return slot
 
     def _groups(self, nbytes: int) -> list[list[tuple[int, int]]]:
@@ -368,7 +378,7 @@ class _PinnedStager:
         memcpy = self.cupy.cuda.runtime.memcpyAsync
 
         def work(group: list[tuple[int, int]]) -> None:
-            memory, host, stream, events = self._slot()
+            memory, host, stream, events = self._slot(upload=True)
             for i, (lo, hi) in enumerate(group):
                 j = i & 1
                 events[j].synchronize()  # the DMA that last read buffer j has finished
