@@ -207,7 +207,19 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
                 t = type(x)
                 if t is ndarray_type:
                     nbytes += x.nbytes
-                elif t not in plain and not (t is tuple and plain.issuperset(map(type, x))):  # (a shape)
+                elif t in plain:
+                    continue
+                elif t is tuple or t is list:  # a shape, or the arrays of concatenate/stack
+                    for item in x:
+                        t = type(item)
+                        if t is ndarray_type:
+                            nbytes += item.nbytes
+                        elif t not in plain:
+                            nbytes = -1
+                            break
+                    if nbytes < 0:
+                        break
+                else:
                     nbytes = _host_bytes((x,), ndarray_type, plain, nbytes)
                     if nbytes < 0:
                         break
