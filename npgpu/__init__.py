@@ -41,11 +41,12 @@ def asnumpy(x: Any) -> _numpy.ndarray:
 
 def sync() -> None:
     """Wait until all device work queued so far has finished (for timing, before reading clocks)."""
-    from .backends import loaded_backends
-    from .fusion.lazy import flush_all
+    from .backends import _instances  # (already imported: a module attribute lookup, not an import)
+    from .fusion import lazy
 
-    flush_all()
-    for backend in loaded_backends():
+    if lazy._pending:
+        lazy.flush_all()
+    for backend in _instances.values():
         backend.sync()
 
 

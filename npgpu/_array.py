@@ -51,13 +51,15 @@ def _kind(code: Any) -> int:
     return kind
 
 
-def _caller() -> tuple[Any, bool]:
-    """(the first frame outside NumPy and npgpu, whether it belongs to a third-party library).
+def _caller(frame: Any = None) -> tuple[Any, bool]:
+    """(the first frame outside NumPy and npgpu, whether it belongs to a third-party library),
+    looking from ``frame`` (default: the caller's caller) outwards.
 
     Library code (SciPy, matplotlib, pandas, ...) gets host arrays, as with plain NumPy; the
     frame of user code is where the report counts the call.
     """
-    frame = sys._getframe(2)
+    if frame is None:
+        frame = sys._getframe(2)
     while frame is not None:
         kind = _code_kind.get(frame.f_code)
         if kind is None:
@@ -152,6 +154,11 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "__call__" and not kwargs and _DIRECT_OPERANDS.issuperset(map(type, inputs)):
+            result = _direct_call(ufunc, inputs, sys._getframe(1))
+            if result is not _LIBRARY:
+                return result
+            return _dispatch.on_host(ufunc, ufunc, inputs, kwargs)
         for x in inputs + kwargs.get("out", ()) if kwargs else inputs:
             if type(x) not in _OWN_TYPES and hasattr(x, "__array_ufunc__"):
                 if type(x).__array_ufunc__ is not None and not isinstance(x, (DeviceArray, numpy.ndarray,
@@ -476,24 +483,33 @@ _DIRECT_OPERANDS = frozenset({DeviceArray, int, float, complex, bool, numpy.floa
                               numpy.int32, numpy.bool_})
 
 
+_LIBRARY = object()  # _direct_call's answer when a library made the call
+
+
+def _direct_call(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
+    """``uf(*inputs)`` of device arrays and plain scalars, called at ``frame``: recorded for
+    fusion, or run, at once. _LIBRARY when library code called it (it gets NumPy's answer)."""
+    if _code_kind.get(frame.f_code) != 2:  # not known user code: find the user's frame
+        frame, library = _caller(frame)
+        if library:
+            return _LIBRARY
+    state = _state.get() or _config._default
+    if state.backend is not None and len(inputs) == uf.nin and uf.signature is None:  # the common case
+        result = _dispatch._fast_call(uf, inputs, state.fusion, frame)
+        if result is not NotImplemented:
+            return result
+    return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
+
+
 def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
     slow = getattr(NDArrayOperatorsMixin, name)
     reflected = name.startswith("__r")
 
     def operator_method(self: DeviceArray, other: Any) -> Any:
         if type(other) in _DIRECT_OPERANDS:
-            frame = sys._getframe(1)
-            if _code_kind.get(frame.f_code) != 2:  # not known user code: find the user's frame
-                frame, library = _caller()
-                if library:
-                    return slow(self, other)
-            inputs = (other, self) if reflected else (self, other)
-            state = _state.get() or _config._default
-            if state.backend is not None:  # the common case: record it, or run it, at once
-                result = _dispatch._fast_call(uf, inputs, state.fusion, frame)
-                if result is not NotImplemented:
-                    return result
-            return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
+            result = _direct_call(uf, (other, self) if reflected else (self, other), sys._getframe(1))
+            if result is not _LIBRARY:
+                return result
         return slow(self, other)
 
     operator_method.__name__ = name
@@ -502,11 +518,11 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
 
 
 def _direct_unary(uf: numpy.ufunc, name: str) -> Any:
+    slow = getattr(NDArrayOperatorsMixin, name)
+
     def operator_method(self: DeviceArray) -> Any:
-        frame, library = _caller()
-        if library:
-            return getattr(NDArrayOperatorsMixin, name)(self)
-        return _dispatch.ufunc(uf, "__call__", (self,), {}, frame)
+        result = _direct_call(uf, (self,), sys._getframe(1))
+        return slow(self) if result is _LIBRARY else result
 
     operator_method.__name__ = name
     operator_method.__qualname__ = f"DeviceArray.{name}"

@@ -291,39 +291,38 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     must decide.
     """
     backend = None
-    key: list[Any] = [uf]
+    key: list[Any] = []
     shape = None
     same_shape = True
     python_int = False
     for x in inputs:
-        if type(x) is DeviceArray:
+        t = type(x)
+        if t is DeviceArray:
             if backend is None:
                 backend = x._backend
             elif x._backend is not backend:
                 return NotImplemented
-            pending = x._pending
-            operand = x._data if pending is None else pending
+            operand = x._pending or x._data  # (a Pending is always true)
             key.append(operand.dtype)
             if shape is None:
                 shape = operand.shape
             elif operand.shape != shape:
                 same_shape = False
-        elif type(x) in _WEAK:
-            if type(x) is int:
+        elif t in _WEAK:
+            if t is int:
                 python_int = True
-            key.append(_BOOL if type(x) is bool else type(x))
+            key.append(_BOOL if t is bool else t)
         elif isinstance(x, numpy.generic):
             key.append(x.dtype)
         else:
             return NotImplemented
     if backend is None:
         return NotImplemented
-    key.append(backend)
-    cache_key = tuple(key)
+    cache_key = (uf, backend, *key)
     cached = _LOOPS.get(cache_key)
     if cached is None:
-        loop = tuple(uf.resolve_dtypes(tuple(key[1:-1]) + (None,) * uf.nout))
-        operands = tuple(k for k in key[1:-1] if isinstance(k, numpy.dtype))
+        loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
+        operands = tuple(k for k in key if isinstance(k, numpy.dtype))
         supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
         cached = _LOOPS[cache_key] = (loop, bool(supported), _lazy.can_fuse(backend, uf, loop, operands))
     loop, supported, fusible = cached
@@ -337,7 +336,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     if not same_shape:
         shape = _broadcast_check(inputs)
     if fusion and fusible:
-        return _lazy.record(uf, loop, inputs, backend, tuple(shape), frame)
+        return _lazy.record(uf, loop, inputs, backend, shape, frame)
     natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
     result = backend.call_ufunc(uf, "__call__", natives, {})
     if frame is None:

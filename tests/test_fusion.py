@@ -50,6 +50,27 @@ def test_e8_is_one_kernel_with_numpys_answer(fusing, dtype, n):
     assert got.dtype == want.dtype
 
 
+def test_a_loop_of_e8_launches_one_kernel_per_iteration_without_the_collector(fusing):
+    # Intermediates die with their graph by reference counting alone: were anything in the
+    # recording or the launch to hold them in a reference cycle, sync() would find them still
+    # pending (until a collection) and run each as a kernel of its own.
+    import gc
+
+    a, b, c = (npgpu.asarray(numpy.linspace(1.0, 2.0, 3000) + k) for k in range(3))
+    npgpu.report(reset=True)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            e = _e8(npgpu, a, b, c)
+            npgpu.sync()
+            del e
+    finally:
+        if enabled:
+            gc.enable()
+    assert _kernels() == 3
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "bool"])
 def test_integer_chains_match_numpy_exactly(fusing, dtype):
     rng = numpy.random.default_rng(3)

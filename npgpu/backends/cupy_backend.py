@@ -534,7 +534,10 @@ class CupyBackend(ArrayModuleBackend):
     #: Threads per block and elements per thread of the contiguous fused kernel. One element per
     #: thread (CuPy's ElementwiseKernel) left float32 E8 at 74% of copy bandwidth on the H200:
     #: too few bytes in flight. Each thread now loads UNROLL_BYTES of every input before computing.
-    BLOCK = 256
+    #: tools/probe_kernels.py on the H200 (2026-11-30): 128 threads x 16 bytes were among the
+    #: fastest for E8 at 1e8 (float64 0.727 ms against 0.733 with 256 threads; float32 0.369);
+    #: 16-byte vector loads gained nothing and streaming cache hints (__ldcs/__stcs) cost 10-25%.
+    BLOCK = 128
     UNROLL_BYTES = 16
     #: No contraction of a*b+c into one FMA: NumPy rounds each operation (OpenCL: FP_CONTRACT OFF).
     NVRTC_OPTIONS = ("--fmad=false",)
@@ -543,10 +546,19 @@ class CupyBackend(ArrayModuleBackend):
                   out: Any = None) -> Any:
         cp = self.xp
         if out is None:
-            out = cp.empty(shape, graph.out_dtypes[0])
+            out = cp.ndarray(shape, graph.out_dtypes[0])  # (cupy.empty, less one Python layer)
         size = out.size
-        if size and out.flags.c_contiguous and all(x.flags.c_contiguous and x.size == size for x in inputs):
-            kernel, per_block = self._kernel(("contiguous", graph), lambda: self._contiguous_kernel(graph))
+        contiguous = size and out._c_contiguous  # (CuPy's flags property builds an object per call)
+        if contiguous:
+            for x in inputs:
+                if not x._c_contiguous or x.size != size:
+                    contiguous = False
+                    break
+        if contiguous:
+            built = self._kernels.get(graph)
+            if built is None:
+                built = self._kernel(graph, lambda: self._contiguous_kernel(graph))
+            kernel, per_block = built
             # (scalars are NumPy scalars of the graph's scalar dtypes: RawKernel passes them as such)
             kernel(((size + per_block - 1) // per_block,), (self.BLOCK,), (*inputs, *scalars, out, numpy.int64(size)))
             return out

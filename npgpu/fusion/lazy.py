@@ -40,10 +40,10 @@ class ScalarArg:
 class Pending:
     """A recorded ufunc call whose operands are device arrays (pending or not) and scalars."""
 
-    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes", "consumers")
+    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes", "consumers", "code", "lasti")
 
     def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Any, ...],
-                 shape: tuple[int, ...], nodes: int) -> None:
+                 shape: tuple[int, ...], nodes: int, frame: Any) -> None:
         self.ufunc = ufunc
         self.loop = loop
         self.operands = operands
@@ -51,6 +51,12 @@ class Pending:
         self.dtype = loop[ufunc.nin]
         self.nodes = nodes
         self.consumers = 0  # graphs recorded on top of this one
+        # the user's call site, counted in the report once the call has run (after its launch)
+        if frame is None:
+            self.code = None
+        else:
+            self.code = frame.f_code
+            self.lasti = frame.f_lasti
 
 
 class _Ref(weakref.ref):  # type: ignore[type-arg]
@@ -79,14 +85,19 @@ class _PendingArrays:
     def __len__(self) -> int:
         return len(self._refs)
 
+    def __bool__(self) -> bool:
+        return bool(self._refs)
+
+    def alive(self) -> list[Any]:
+        """The pending arrays still alive, as a list (the registry may change while it's used)."""
+        return [array for array in [ref() for ref in self._refs.values()] if array is not None]
+
     def __iter__(self) -> Any:
-        for ref in list(self._refs.values()):
-            array = ref()
-            if array is not None:
-                yield array
+        return iter(self.alive())
 
 
 _pending = _PendingArrays()
+_refs, _forget = _pending._refs, _pending._forget
 _new_array = DeviceArray.__new__
 _local = _report._local
 
@@ -134,26 +145,33 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
         nodes = 1
     array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
     array._data = None
-    array._pending = Pending(ufunc, loop, tuple(operands), shape, nodes)
+    array._pending = Pending(ufunc, loop, tuple(operands), shape, nodes, frame)
     array._backend = backend
     array._scalar = not shape
-    _pending.add(array)
-    # counted where the user called it (it runs inside a fused kernel): _report.count, inlined
-    if frame is None:
-        _report.record(ufunc, "device")
-        return array
+    ref = _Ref(array, _forget)  # _pending.add(array), inlined
+    ref.key = key = id(array)
+    _refs[key] = ref
+    return array
+
+
+def _count_sites(pendings: list[Pending]) -> None:
+    """Count ran calls where the user made them (_report.count, inlined); after the launch, so
+    this CPU work overlaps the kernel."""
     try:
         table = _local.table
     except AttributeError:
         table = _report.thread_table()
-    code = frame.f_code
-    key = (id(ufunc), id(code), frame.f_lasti, "device")
-    n = table.get(key)
-    if n is None:
-        _report.first_count(table, key, ufunc, code)
-    else:
-        table[key] = n + 1
-    return array
+    for p in pendings:
+        code = p.code
+        if code is None:
+            _report.record(p.ufunc, "device")
+            continue
+        key = (id(p.ufunc), id(code), p.lasti, "device")
+        n = table.get(key)
+        if n is None:
+            _report.first_count(table, key, p.ufunc, code)
+        else:
+            table[key] = n + 1
 
 
 #: Graphs built so far, by recording signature: a loop that records the same expression over
@@ -175,28 +193,48 @@ class _GraphState:
         self.scalars: list[numpy.generic] = []
         self.signature: list[Any] = []
         self._seen: dict[int, int] = {}  # id of a leaf's native or of a pending array -> position
-        self.ops = 0
+        self.pendings: list[Pending] = []  # the recorded calls the graph runs
 
-    def _walk(self, x: Any) -> int:
-        signature = self.signature
-        if type(x) is ScalarArg:
-            self.scalars.append(x.value)
-            signature.append(("scalar", x.value.dtype))
-            return len(signature) - 1
-        pending = x._pending
-        key = id(x._data) if pending is None else id(x)
-        position = self._seen.get(key)
-        if position is not None:
+    def _walk(self, root: Any) -> None:
+        """Fill the signature, inputs, scalars and pendings from the tree under ``root``."""
+        # (locals and closure cells, not attributes: this visits every node of every launch)
+        signature, seen = self.signature, self._seen
+        add, add_input, add_scalar, add_pending = (signature.append, self.inputs.append, self.scalars.append,
+                                                   self.pendings.append)
+
+        def walk(x: Any, walk: Any) -> int:  # (itself as an argument: a closure over itself is a cycle)
+            if type(x) is ScalarArg:
+                value = x.value
+                add_scalar(value)
+                add(("scalar", value.dtype))
+                return len(signature) - 1
+            pending = x._pending
+            if pending is None:  # a leaf, by its native (two views of one native are one input)
+                data = x._data
+                key = id(data)
+                position = seen.get(key)
+                if position is None:
+                    add_input(data)
+                    add(("input", data.dtype))
+                    position = seen[key] = len(signature) - 1
+                return position
+            key = id(x)
+            position = seen.get(key)
+            if position is not None:
+                return position
+            operands = pending.operands
+            if len(operands) == 2:
+                refs: tuple[int, ...] = (walk(operands[0], walk), walk(operands[1], walk))
+            elif len(operands) == 1:
+                refs = (walk(operands[0], walk),)
+            else:
+                refs = tuple([walk(o, walk) for o in operands])
+            add((pending.ufunc, pending.loop, refs))
+            add_pending(pending)
+            position = seen[key] = len(signature) - 1
             return position
-        if pending is None:
-            self.inputs.append(x._data)
-            signature.append(("input", x._data.dtype))
-        else:
-            refs = tuple([self._walk(o) for o in pending.operands])
-            signature.append((pending.ufunc, pending.loop, refs))
-            self.ops += 1
-        position = self._seen[key] = len(signature) - 1
-        return position
+
+        walk(root, walk)
 
     def graph(self, array: Any, out_dtype: numpy.dtype) -> Graph:
         """The graph computing pending ``array`` stored as ``out_dtype``; fills inputs and scalars."""
@@ -222,9 +260,10 @@ class _GraphState:
 
 def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
     # each op folded into the kernel avoided writing and re-reading one temporary
-    _report.record_kernel("kernels_launched", 1, ops_fused=state.ops,
-                          temporary_bytes_avoided=2 * max(state.ops - 1, 0) * nbytes,
+    ops = len(state.pendings)
+    _report.record_kernel("kernels_launched", 1, ops_fused=ops, temporary_bytes_avoided=2 * max(ops - 1, 0) * nbytes,
                           fused_seconds=time.perf_counter() - started)
+    _count_sites(state.pendings)
 
 
 def materialize(array: Any, out: Any = None) -> None:
@@ -301,7 +340,7 @@ def flush_all() -> None:
     """Materialize every pending array (``npgpu.sync()``)."""
     # First the arrays no graph has read (the usual case: one result per expression), without
     # working out which are inner; then whatever those kernels left pending.
-    roots = [array for array in _pending if array._pending is not None and not array._pending.consumers]
+    roots = [array for array in _pending.alive() if array._pending is not None and not array._pending.consumers]
     for array in roots:
         materialize(array)
     del roots
