@@ -16,6 +16,7 @@ import sys
 import time
 
 import cupy
+import numpy
 
 import npgpu
 from npgpu.fusion import lazy
@@ -27,6 +28,45 @@ def e8_of(xp, a, b, c):
 
 def e8_cupy(a, b, c):
     return e8_of(cupy, a, b, c)
+
+
+def pieces(da, db, dc, stream) -> None:
+    """CPU cost of each step before a fused launch, and of CuPy's launch paths."""
+    pending = e8_of(npgpu, da, db, dc)
+    state = lazy._GraphState()
+    graph = state.graph(pending, pending.dtype)
+    backend = da._backend
+    out = backend.run_fused(graph, state.inputs, state.scalars, pending.shape)
+    kernel, per_block = backend._kernels[graph]
+    size = out.size
+    grid, block = ((size + per_block - 1) // per_block,), (backend.BLOCK,)
+    args = (*state.inputs, *state.scalars, out, numpy.int64(size))
+
+    def timed(fn, number=200):
+        stream.synchronize()
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = (time.perf_counter() - t) / number
+        stream.synchronize()
+        return elapsed * 1e6
+
+    def walk():
+        lazy._GraphState()._walk(pending)
+
+    def graph_lookup():
+        lazy._GraphState().graph(pending, pending.dtype)
+
+    costs = {
+        "walk": timed(walk),
+        "walk + graph lookup": timed(graph_lookup),
+        "run_fused (incl. launch)": timed(lambda: backend.run_fused(graph, state.inputs, state.scalars, pending.shape),
+                                          20),
+        "RawKernel call": timed(lambda: kernel(grid, block, args), 20),
+        "Function call": timed(lambda: kernel.kernel(grid, block, args), 20),
+        "cupy.ndarray()": timed(lambda: cupy.ndarray(pending.shape, pending.dtype)),
+    }
+    print("   pieces, us of CPU: " + " | ".join(f"{k} {v:.1f}" for k, v in costs.items()))
 
 
 def main() -> None:
@@ -66,6 +106,7 @@ def main() -> None:
             gc.enable()
             row = " | ".join(f"{k} {statistics.median(v) * 1e6:.1f}" for k, v in phases.items())
             print(f"{dtype} n={n}: median us: {row}")
+            pieces(da, db, dc, stream)
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(300):

@@ -203,35 +203,32 @@ class _GraphState:
                                                    self.pendings.append)
 
         def walk(x: Any, walk: Any) -> int:  # (itself as an argument: a closure over itself is a cycle)
-            if type(x) is ScalarArg:
-                value = x.value
-                add_scalar(value)
-                add(("scalar", value.dtype))
-                return len(signature) - 1
+            """Position of pending ``x``'s call; its scalars and leaves are handled inline."""
             pending = x._pending
-            if pending is None:  # a leaf, by its native (two views of one native are one input)
-                data = x._data
-                key = id(data)
-                position = seen.get(key)
-                if position is None:
-                    add_input(data)
-                    add(("input", data.dtype))
-                    position = seen[key] = len(signature) - 1
-                return position
-            key = id(x)
-            position = seen.get(key)
-            if position is not None:
-                return position
-            operands = pending.operands
-            if len(operands) == 2:
-                refs: tuple[int, ...] = (walk(operands[0], walk), walk(operands[1], walk))
-            elif len(operands) == 1:
-                refs = (walk(operands[0], walk),)
-            else:
-                refs = tuple([walk(o, walk) for o in operands])
-            add((pending.ufunc, pending.loop, refs))
+            refs = []
+            for o in pending.operands:
+                if type(o) is ScalarArg:
+                    value = o.value
+                    add_scalar(value)
+                    add(("scalar", value.dtype))
+                    refs.append(len(signature) - 1)
+                    continue
+                if o._pending is None:  # a leaf, by its native (two views of one native are one input)
+                    data = o._data
+                    key = id(data)
+                    position = seen.get(key)
+                    if position is None:
+                        add_input(data)
+                        add(("input", data.dtype))
+                        position = seen[key] = len(signature) - 1
+                else:
+                    position = seen.get(id(o))
+                    if position is None:
+                        position = walk(o, walk)
+                refs.append(position)
+            add((pending.ufunc, pending.loop, tuple(refs)))
             add_pending(pending)
-            position = seen[key] = len(signature) - 1
+            position = seen[id(x)] = len(signature) - 1
             return position
 
         walk(root, walk)
