@@ -494,7 +494,7 @@ def _direct_call(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
         if library:
             return _LIBRARY
     state = _state.get() or _config._default
-    if state.backend is not None and len(inputs) == uf.nin and uf.signature is None:  # the common case
+    if state.backend is not None:  # the common case (_fast_call declines gufuncs and odd arities)
         result = _dispatch._fast_call(uf, inputs, state.fusion, frame)
         if result is not NotImplemented:
             return result

@@ -280,7 +280,7 @@ def _check_python_ints(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[num
 
 # (ufunc, operand dtypes or weak scalar types, backend) -> (loop dtypes, backend supports it)
 _LOOPS: dict[tuple[Any, ...], tuple[tuple[numpy.dtype, ...], bool]] = {}
-_WEAK = (int, float, complex, bool)
+_WEAK = frozenset({int, float, complex, bool})
 _BOOL = numpy.dtype(bool)  # a Python bool is NumPy's bool, not a weak scalar
 
 
@@ -321,10 +321,13 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     cache_key = (uf, backend, *key)
     cached = _LOOPS.get(cache_key)
     if cached is None:
-        loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
-        operands = tuple(k for k in key if isinstance(k, numpy.dtype))
-        supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
-        cached = _LOOPS[cache_key] = (loop, bool(supported), _lazy.can_fuse(backend, uf, loop, operands))
+        if uf.signature is not None or len(key) != uf.nin:  # a gufunc, or outputs among the inputs
+            cached = _LOOPS[cache_key] = (None, False, False)
+        else:
+            loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
+            operands = tuple(k for k in key if isinstance(k, numpy.dtype))
+            supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
+            cached = _LOOPS[cache_key] = (loop, bool(supported), _lazy.can_fuse(backend, uf, loop, operands))
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented

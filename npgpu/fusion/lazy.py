@@ -115,10 +115,11 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
            shape: tuple[int, ...], frame: Any = None) -> Any:
     """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
-    operands: list[Any] = []
+    operands: Any = inputs  # a list once a scalar is wrapped
     nodes = 1
     first = second = None  # pending operands already counted (ufuncs here take at most 3 inputs)
-    for x, dt in zip(inputs, loop):
+    i = 0
+    for x in inputs:
         if type(x) is DeviceArray:
             pending = x._pending
             if pending is not None and x is not first and x is not second:
@@ -133,11 +134,12 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
                 else:
                     pending.consumers = 1
                     nodes += pending.nodes
-            operands.append(x)
-        elif isinstance(x, numpy.generic):
-            operands.append(ScalarArg(x))
-        else:  # a Python scalar is weak: it enters as the loop's dtype (NEP 50)
-            operands.append(ScalarArg(dt.type(x)))
+        else:
+            if operands is inputs:
+                operands = list(inputs)
+            # a Python scalar is weak: it enters as the loop's dtype (NEP 50)
+            operands[i] = ScalarArg(x if isinstance(x, numpy.generic) else loop[i].type(x))
+        i += 1
     if nodes > MAX_NODES:
         for x in operands:
             if type(x) is DeviceArray and x._pending is not None:
@@ -145,7 +147,7 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
         nodes = 1
     array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
     array._data = None
-    array._pending = Pending(ufunc, loop, tuple(operands), shape, nodes, frame)
+    array._pending = Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame)
     array._backend = backend
     array._scalar = not shape
     ref = _Ref(array, _forget)  # _pending.add(array), inlined
