@@ -31,42 +31,40 @@ def e8_cupy(a, b, c):
 
 
 def pieces(da, db, dc, stream) -> None:
-    """CPU cost of each step before a fused launch, and of CuPy's launch paths."""
-    pending = e8_of(npgpu, da, db, dc)
-    state = lazy._GraphState()
-    graph = state.graph(pending, pending.dtype)
+    """Median CPU time of each step from a recorded E8 to its launched kernel, done by hand in
+    the order materialize does them, with the kernel waited for before the next iteration."""
     backend = da._backend
-    out = backend.run_fused(graph, state.inputs, state.scalars, pending.shape)
-    kernel, per_block = backend._kernels[graph]
-    size = out.size
-    grid, block = ((size + per_block - 1) // per_block,), (backend.BLOCK,)
-    args = (*state.inputs, *state.scalars, out, numpy.int64(size))
-
-    def timed(fn, number=200):
+    steps: dict[str, list[float]] = {"walk+graph": [], "ndarray()": [], "args": [], "RawKernel call": [],
+                                     "run_fused": []}
+    kernel = None
+    for i in range(201):
+        pending = e8_of(npgpu, da, db, dc)
+        t0 = time.perf_counter()
+        state = lazy._GraphState()
+        graph = state.graph(pending, pending.dtype)
+        t1 = time.perf_counter()
+        out = cupy.ndarray(pending.shape, pending.dtype)
+        t2 = time.perf_counter()
+        args = (*state.inputs, *state.scalars, out, numpy.int64(out.size))
+        t3 = time.perf_counter()
+        if kernel is None:
+            backend.run_fused(graph, state.inputs, state.scalars, pending.shape)
+            kernel, per_block = backend._kernels[graph]
+            grid, block = ((out.size + per_block - 1) // per_block,), (backend.BLOCK,)
+        kernel(grid, block, args)
+        t4 = time.perf_counter()
         stream.synchronize()
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = (time.perf_counter() - t) / number
+        t5 = time.perf_counter()
+        backend.run_fused(graph, state.inputs, state.scalars, pending.shape)
+        t6 = time.perf_counter()
         stream.synchronize()
-        return elapsed * 1e6
-
-    def walk():
-        lazy._GraphState()._walk(pending)
-
-    def graph_lookup():
-        lazy._GraphState().graph(pending, pending.dtype)
-
-    costs = {
-        "walk": timed(walk),
-        "walk + graph lookup": timed(graph_lookup),
-        "run_fused (incl. launch)": timed(lambda: backend.run_fused(graph, state.inputs, state.scalars, pending.shape),
-                                          20),
-        "RawKernel call": timed(lambda: kernel(grid, block, args), 20),
-        "Function call": timed(lambda: kernel.kernel(grid, block, args), 20),
-        "cupy.ndarray()": timed(lambda: cupy.ndarray(pending.shape, pending.dtype)),
-    }
-    print("   pieces, us of CPU: " + " | ".join(f"{k} {v:.1f}" for k, v in costs.items()))
+        lazy.discard(pending)
+        del pending, out, args
+        if i:
+            for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t6 - t5)):
+                steps[key].append(value)
+    print("   pieces, median us of CPU: " + " | ".join(f"{k} {statistics.median(v) * 1e6:.1f}"
+                                                        for k, v in steps.items()))
 
 
 def main() -> None:
