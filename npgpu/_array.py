@@ -16,8 +16,12 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from . import _config
 
-#: npgpu._dispatch, set when that module loads (it imports this one, so not the other way round)
+#: npgpu._dispatch, set when that module loads (it imports this one, so not the other way round),
+#: with the fusion recorder's one-function paths for the commonest calls and the loop cache they read
 _dispatch: Any = None
+_record_binary: Any = None
+_record_unary: Any = None
+_LOOPS: dict[Any, Any] = {}
 _state = _config._state
 
 
@@ -155,7 +159,14 @@ class DeviceArray(NDArrayOperatorsMixin):
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method == "__call__" and not kwargs and _DIRECT_OPERANDS.issuperset(map(type, inputs)):
-            result = _direct_call(ufunc, inputs, sys._getframe(1))
+            frame = sys._getframe(1)
+            if len(inputs) == 1 and inputs[0] is self and _code_kind.get(frame.f_code) == 2:  # np.sqrt(x)
+                state = _state.get() or _config._default
+                if state.fusion and state.backend is not None:
+                    result = _record_unary(ufunc, self, frame, _LOOPS)
+                    if result is not None:
+                        return result
+            result = _direct_call(ufunc, inputs, frame)
             if result is not _LIBRARY:
                 return result
             return _dispatch.on_host(ufunc, ufunc, inputs, kwargs)
@@ -506,8 +517,16 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
     reflected = name.startswith("__r")
 
     def operator_method(self: DeviceArray, other: Any) -> Any:
-        if type(other) in _DIRECT_OPERANDS:
-            result = _direct_call(uf, (other, self) if reflected else (self, other), sys._getframe(1))
+        t = type(other)
+        if t in _DIRECT_OPERANDS:
+            frame = sys._getframe(1)
+            if (t is DeviceArray or t is float) and _code_kind.get(frame.f_code) == 2:  # the commonest call
+                state = _state.get() or _config._default
+                if state.fusion and state.backend is not None:
+                    result = _record_binary(uf, self, other, reflected, frame, _LOOPS)
+                    if result is not None:
+                        return result
+            result = _direct_call(uf, (other, self) if reflected else (self, other), frame)
             if result is not _LIBRARY:
                 return result
         return slow(self, other)
@@ -521,7 +540,14 @@ def _direct_unary(uf: numpy.ufunc, name: str) -> Any:
     slow = getattr(NDArrayOperatorsMixin, name)
 
     def operator_method(self: DeviceArray) -> Any:
-        result = _direct_call(uf, (self,), sys._getframe(1))
+        frame = sys._getframe(1)
+        if _code_kind.get(frame.f_code) == 2:
+            state = _state.get() or _config._default
+            if state.fusion and state.backend is not None:
+                result = _record_unary(uf, self, frame, _LOOPS)
+                if result is not None:
+                    return result
+        result = _direct_call(uf, (self,), frame)
         return slow(self) if result is _LIBRARY else result
 
     operator_method.__name__ = name

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy
 import pytest
 from conftest import BACKEND_PARAMS
@@ -69,6 +71,43 @@ def test_a_loop_of_e8_launches_one_kernel_per_iteration_without_the_collector(fu
         if enabled:
             gc.enable()
     assert _kernels() == 3
+
+
+def _operator_chain(a, b):
+    p = a * b  # read by two graphs below: computed once, when the second records on it
+    r = ((p + 1.5) - a) / (2.0 + b)
+    s = -r * r
+    t = abs(s) - 0.5 * a
+    return p + 1.0, r, 3.0 - t, t * t, p * 2.0, a * a
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_operator_chains_taking_the_short_recording_path_match_numpy(fusing, dtype, monkeypatch):
+    # Operators on same-shape device arrays and Python floats are recorded by one short function
+    # once the dispatcher has seen their loop; the second round below takes it, so it is checked.
+    from npgpu import _array
+
+    taken = []
+    short = _array._record_binary
+
+    def counted(*args):
+        result = short(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_array, "_record_binary", counted)
+    rng = numpy.random.default_rng(5)
+    host = [(rng.random(257) * 9 + 1).astype(dtype) for _ in range(2)]
+    with numpy.errstate(all="ignore"):
+        want = _operator_chain(*host)
+        for _ in range(2):
+            a, b = (npgpu.asarray(h) for h in host)
+            got = _operator_chain(a, b)
+            for g, w in zip(got, want):
+                g = npgpu.asnumpy(g)
+                assert g.dtype == w.dtype
+                numpy.testing.assert_allclose(g, w, rtol=1e-5 if w.dtype == numpy.float32 else 1e-12)
+    assert any(taken)
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "bool"])
@@ -239,11 +278,15 @@ DTYPES = ["bool", "int8", "int32", "int64", "uint8", "uint16", "float32", "float
 BINARY = [numpy.add, numpy.subtract, numpy.multiply, numpy.maximum, numpy.minimum, numpy.less, numpy.equal,
           numpy.true_divide, numpy.logical_and]
 UNARY = [numpy.absolute, numpy.negative, numpy.sqrt, numpy.sin, numpy.logical_not, numpy.square]
+OPERATORS = {numpy.add: operator.add, numpy.subtract: operator.sub, numpy.multiply: operator.mul,
+             numpy.true_divide: operator.truediv, numpy.less: operator.lt, numpy.equal: operator.eq,
+             numpy.absolute: operator.abs, numpy.negative: operator.neg}
 
 
 @st.composite
 def expressions(draw):
-    shapes = draw(st.sampled_from([[(6,), (6,), (1,)], [(3, 4), (4,), (3, 1)], [(2, 1, 3), (4, 1), (3,)]]))
+    shapes = draw(st.sampled_from([[(6,), (6,), (1,)], [(3, 4), (4,), (3, 1)], [(2, 1, 3), (4, 1), (3,)],
+                                   [(7,), (7,), (7,)], [(2, 3), (2, 3), (2, 3)]]))
     dtypes = [draw(st.sampled_from(DTYPES)) for _ in shapes]
     seeds = draw(st.lists(st.integers(0, 2**16), min_size=3, max_size=3))
 
@@ -253,9 +296,10 @@ def expressions(draw):
             return ("leaf", choice)
         if choice == 3:
             return ("scalar", draw(st.sampled_from([2, -3, 0.5, True, numpy.float32(1.25), numpy.int16(7)])))
+        # the last item: whether to write the call as a Python operator where it has one (a + b, -a)
         if choice <= 6:
-            return ("unary", draw(st.sampled_from(UNARY)), tree(depth + 1))
-        return ("binary", draw(st.sampled_from(BINARY)), tree(depth + 1), tree(depth + 1))
+            return ("unary", draw(st.sampled_from(UNARY)), tree(depth + 1), draw(st.booleans()))
+        return ("binary", draw(st.sampled_from(BINARY)), tree(depth + 1), tree(depth + 1), draw(st.booleans()))
 
     return shapes, dtypes, seeds, tree(0)
 
@@ -278,8 +322,14 @@ def _build(xp, node, leaves):
         return node[1]
     ufunc = getattr(xp, node[1].__name__)
     if kind == "unary":
-        return ufunc(_build(xp, node[2], leaves))
-    return ufunc(_build(xp, node[2], leaves), _build(xp, node[3], leaves))
+        operand = _build(xp, node[2], leaves)
+        if node[3] and node[1] in OPERATORS and node[2][0] != "scalar":
+            return OPERATORS[node[1]](operand)
+        return ufunc(operand)
+    left, right = _build(xp, node[2], leaves), _build(xp, node[3], leaves)
+    if node[4] and node[1] in OPERATORS and (node[2][0], node[3][0]).count("scalar") < 2:
+        return OPERATORS[node[1]](left, right)  # (on two scalars Python itself would compute it)
+    return ufunc(left, right)
 
 
 def _property(backend, case):

@@ -145,15 +145,86 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
             if type(x) is DeviceArray and x._pending is not None:
                 materialize(x)
         nodes = 1
+    return _new_pending(Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame),
+                        backend)
+
+
+def _new_pending(pending: Pending, backend: Any) -> Any:
+    """A device array whose value is ``pending``, registered so writes and sync() find it."""
     array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
     array._data = None
-    array._pending = Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame)
+    array._pending = pending
     array._backend = backend
-    array._scalar = not shape
+    array._scalar = not pending.shape
     ref = _Ref(array, _forget)  # _pending.add(array), inlined
     ref.key = key = id(array)
     _refs[key] = ref
     return array
+
+
+def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: Any, loops: dict[Any, Any]) -> Any:
+    """``record`` for the commonest call, in one function: ``ufunc(x, y)`` (``ufunc(y, x)`` when
+    ``reflected``) with ``x`` a device array and ``y`` a device array of the same shape and
+    backend or a Python float, its loop already resolved and fusible (in ``loops``, the
+    dispatcher's cache). None when any of that isn't so: the general path then decides."""
+    backend = x._backend
+    xp = x._pending
+    xs = xp or x._data  # (a Pending is always true)
+    scalar = type(y) is float
+    if scalar:
+        yp = None
+        key = (ufunc, backend, float, xs.dtype) if reflected else (ufunc, backend, xs.dtype, float)
+    else:
+        if type(y) is not DeviceArray or y._backend is not backend:
+            return None
+        yp = y._pending
+        ys = yp or y._data
+        if ys.shape != xs.shape:
+            return None
+        key = (ufunc, backend, xs.dtype, ys.dtype)
+    cached = loops.get(key)
+    if cached is None or not cached[2]:
+        return None
+    loop = cached[0]
+    nodes = 1 + (xp.nodes if xp is not None else 0) + (yp.nodes if yp is not None and y is not x else 0)
+    if nodes > MAX_NODES:
+        return None
+    if xp is not None:
+        if xp.consumers:  # read by a second graph: computed once, here (see record)
+            materialize(x)
+            nodes -= xp.nodes
+        else:
+            xp.consumers = 1
+    if scalar:
+        y = ScalarArg(loop[0 if reflected else 1].type(y))  # weak: it enters as the loop's dtype (NEP 50)
+    elif yp is not None and y is not x:
+        if yp.consumers:
+            materialize(y)
+            nodes -= yp.nodes
+        else:
+            yp.consumers = 1
+    return _new_pending(Pending(ufunc, loop, (y, x) if reflected else (x, y), xs.shape, nodes, frame), backend)
+
+
+def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) -> Any:
+    """``record_binary``'s counterpart for ``ufunc(x)``."""
+    backend = x._backend
+    xp = x._pending
+    xs = xp or x._data
+    cached = loops.get((ufunc, backend, xs.dtype))
+    if cached is None or not cached[2]:
+        return None
+    nodes = 1
+    if xp is not None:
+        nodes += xp.nodes
+        if nodes > MAX_NODES:
+            return None
+        if xp.consumers:
+            materialize(x)
+            nodes = 1
+        else:
+            xp.consumers = 1
+    return _new_pending(Pending(ufunc, cached[0], (x,), xs.shape, nodes, frame), backend)
 
 
 def _count_sites(pendings: list[Pending]) -> None:
