@@ -30,6 +30,11 @@ class State:
         if limit is None:
             limit = getattr(self.backend, "upload_threshold_bytes", 0)
         object.__setattr__(self, "host_limit", limit)
+        # Arrays made from nothing (zeros, arange, ...) below this many bytes are made by NumPy.
+        create = self.threshold
+        if create is None:
+            create = getattr(self.backend, "default_threshold_bytes", 1 << 20)
+        object.__setattr__(self, "create_limit", create)
 
     @property
     def enabled(self) -> bool:

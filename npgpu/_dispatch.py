@@ -207,7 +207,11 @@ def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend
         native = backend.call_function(func, args, kwargs) if func in backend.functions else args[0]
         _report.record(func, "device")
         return DeviceArray(native, backend)
-    host = func(*args, **kwargs)
+    return place_constructed(func, func(*args, **kwargs), backend, state)
+
+
+def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) -> Any:
+    """A constructor's NumPy result where it belongs: uploaded when it is large enough to pay."""
     if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
         _report.record(func, "device")

@@ -6,6 +6,7 @@ and go through the dispatcher when it is on; types, dtypes and constants are Num
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 from collections.abc import Callable
@@ -48,7 +49,6 @@ class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
 
 
 _ndarray = numpy.ndarray
-_local = _report._local
 _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
                            numpy.int32, numpy.bool_, numpy.complex128, type})  # type: dtype=numpy.float32
 # Functions whose placement depends on more than their array arguments' sizes.
@@ -75,21 +75,6 @@ def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes:
     return nbytes
 
 
-def _count_host(func_id: int, func: Any, frame: Any) -> None:
-    """Count a small call kept in NumPy, in this thread's lock-free table (the hot path)."""
-    try:
-        table = _local.table
-    except AttributeError:
-        table = _report.thread_table()
-    code = frame.f_code
-    key = (func_id, id(code), frame.f_lasti, "host")
-    n = table.get(key)
-    if n is None:
-        _report.first_count(table, key, func, code)
-    else:
-        table[key] = n + 1
-
-
 def _on() -> bool:
     state = _state_get() or _config._default
     return state.backend is not None
@@ -107,13 +92,14 @@ _METHOD_PARAMS = {
 class Ufunc:
     """npgpu's face of one NumPy ufunc: same attributes, routed calls and methods."""
 
-    __slots__ = ("_ufunc", "_id", "__name__", "__qualname__")
+    __slots__ = ("_ufunc", "_id", "__name__", "__qualname__", "_small_calls")
 
     def __init__(self, uf: numpy.ufunc) -> None:
         self._ufunc = uf
         self._id = id(uf)
         self.__name__ = uf.__name__
         self.__qualname__ = uf.__name__
+        self._small_calls = _report.host_counter(uf)
 
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
@@ -127,11 +113,19 @@ class Ufunc:
         state = _state_get() or _config._default
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
-        frame = sys._getframe(1)
-        if not kwargs and 0 <= _host_bytes(args, _ndarray, _HOST_SCALARS) < state.host_limit:
-            _count_host(self._id, self._ufunc, frame)
-            return self._ufunc(*args)
-        return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, frame)
+        if not kwargs:  # NumPy arrays and plain values that stay small: NumPy's own call, counted
+            nbytes = 0
+            for x in args:
+                t = type(x)
+                if t is _ndarray:
+                    nbytes += x.nbytes
+                elif t not in _HOST_SCALARS:
+                    break
+            else:
+                if nbytes < state.host_limit:
+                    self._small_calls[0] += 1
+                    return self._ufunc(*args)
+        return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, sys._getframe(1))
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not _on():
@@ -238,12 +232,117 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
                         return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
-    routed.__name__ = getattr(func, "__name__", "function")
-    routed.__qualname__ = routed.__name__
-    routed.__doc__ = getattr(func, "__doc__", None)
-    routed.__module__ = module
-    routed.__wrapped__ = func  # type: ignore[attr-defined]
-    return routed
+    return _finish(routed, func, module)
+
+
+def _finish(wrapper: Callable[..., Any], func: Callable[..., Any], module: str) -> Callable[..., Any]:
+    wrapper.__name__ = getattr(func, "__name__", "function")
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = getattr(func, "__doc__", None)
+    wrapper.__module__ = module
+    wrapper.__wrapped__ = func  # type: ignore[attr-defined]
+    return wrapper
+
+
+# Creation functions whose element count is quick to read off the common call: the shape first
+# (zeros(n), ones((m, n)), ...), linspace's ``num``, arange of ints, eye(n) and identity(n).
+_SHAPE_FIRST = frozenset({numpy.zeros, numpy.ones, numpy.empty, numpy.full})
+_NUM_THIRD = frozenset({numpy.linspace, numpy.logspace})
+_INTS = frozenset({int})
+
+
+def wrap_creation(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+    """``wrap_function(func)`` for an array made from nothing, with a short road for small ones.
+
+    ``zeros(10)``, ``ones((3, 3))``, ``arange(100)``, ``linspace(0, 1, 50)``: when the request
+    (counted, as the dispatcher does, at 8 bytes an element) stays below the creation threshold
+    NumPy makes it at once, counted per function. Anything else goes to the dispatcher.
+    """
+    routed = wrap_function(func, module)
+    state_get, config, ints = _state_get, _config, _INTS
+    shape_first, num_third, is_arange = func in _SHAPE_FIRST, func in _NUM_THIRD, func is numpy.arange
+    is_square = func is numpy.eye or func is numpy.identity
+    small_calls = _report.host_counter(func)
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        state = state_get()
+        if state is None:
+            state = config._default
+        if state.backend is None:
+            return func(*args, **kwargs)
+        n = -1
+        if args:
+            first = args[0]
+            if shape_first:
+                if type(first) is int:
+                    n = first
+                elif type(first) is tuple and ints.issuperset(map(type, first)):
+                    n = math.prod(first)
+            elif is_arange:
+                if len(args) == 1 and type(first) is int:
+                    n = first
+                elif 1 < len(args) <= 3 and all(type(v) is int for v in args):
+                    step = args[2] if len(args) == 3 else 1
+                    if step:
+                        n = max(0, -((first - args[1]) // step))  # ceil((stop - start) / step)
+            elif is_square:
+                if len(args) == 1 and type(first) is int:
+                    n = first * first
+            elif num_third:
+                num = args[2] if len(args) > 2 else kwargs.get("num", 50)
+                if type(num) is int:
+                    n = num
+        if 0 <= n * 8 < state.create_limit:
+            small_calls[0] += 1
+            return func(*args, **kwargs) if kwargs else func(*args)
+        return routed(*args, **kwargs)
+
+    return _finish(create, func, module)
+
+
+#: Constructors from data in memory (files are read by the dispatcher's general path).
+_IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
+                                     numpy.asfortranarray})
+
+
+def wrap_constructor(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+    """``wrap_function(func)`` for ``asarray``/``array``/...: a short road for host data.
+
+    A NumPy array, a flat list or tuple of numbers, or a number: NumPy makes the array (as the
+    dispatcher would); a small one is returned at once, counted per function, and a large one
+    goes where the dispatcher puts it (uploaded from the upload threshold). Device arrays,
+    nested lists (which may hold device arrays) and other objects go to the dispatcher.
+    """
+    routed = wrap_function(func, module)
+    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
+    small_calls = _report.host_counter(func)
+
+    def construct(*args: Any, **kwargs: Any) -> Any:
+        state = state_get()
+        if state is None:
+            state = config._default
+        if state.backend is None or not args:
+            return func(*args, **kwargs)
+        if kwargs:
+            for value in kwargs.values():
+                if type(value) not in plain and not isinstance(value, numpy.dtype):
+                    return routed(*args, **kwargs)
+        data = args[0]
+        t = type(data)
+        if t is ndarray_type:
+            if data.nbytes < state.host_limit:
+                small_calls[0] += 1
+                return func(*args, **kwargs) if kwargs else func(*args)
+            return routed(*args, **kwargs)
+        if t in plain or ((t is list or t is tuple) and (not data or type(data[0]) in plain)):
+            host = func(*args, **kwargs)
+            if type(host) is not ndarray_type or host.nbytes < state.host_limit or state.backend.is_host:
+                small_calls[0] += 1
+                return host
+            return _dispatch.place_constructed(func, host, state.backend, state)
+        return routed(*args, **kwargs)
+
+    return _finish(construct, func, module)
 
 
 # NumPy functions that, for an exact ndarray and at most an int axis, are one ufunc reduction
@@ -296,17 +395,24 @@ def wrap_reduction(
                 return reduce(a, axis, dtype)
         return routed(*args, **kwargs)
 
-    reduction.__name__ = routed.__name__
-    reduction.__qualname__ = routed.__qualname__
-    reduction.__doc__ = routed.__doc__
-    reduction.__module__ = module
-    reduction.__wrapped__ = func  # type: ignore[attr-defined]
-    return reduction
+    return _finish(reduction, func, module)
 
 
 # Compute-heavy ufuncs keep npgpu's wrapper, which moves large host operands to the device: the
 # upload pays for a matmul, and NumPy's own cost hides the wrapper's.
 _HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
+
+
+def _wrapper(func: Any, module: str) -> Callable[..., Any]:
+    """npgpu's face of NumPy function ``func``: the general wrapper or one with a shorter road."""
+    reduction = _REDUCTIONS.get(func)
+    if reduction is not None:
+        return wrap_reduction(func, *reduction, module)
+    if func in _placement.CREATION_SIZE:
+        return wrap_creation(func, module)
+    if func in _IN_MEMORY_CONSTRUCTORS:
+        return wrap_constructor(func, module)
+    return wrap_function(func, module)
 
 
 def numpy_dispatched() -> frozenset[Any]:
@@ -332,8 +438,7 @@ def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) ->
         if isinstance(obj, numpy.ufunc):
             names[name] = obj if obj in unwrapped else Ufunc(obj)
         elif isinstance(obj, _FUNCTION_TYPES) and not isinstance(obj, type):
-            reduction = _REDUCTIONS.get(obj)
-            names[name] = wrap_function(obj, module) if reduction is None else wrap_reduction(obj, *reduction, module)
+            names[name] = _wrapper(obj, module)
         else:
             names[name] = obj
     return names

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy
 
-from . import _config, _placement, _report
+from . import _config, _report
 from ._array import DeviceArray
 from ._namespace import submodule
 
@@ -38,7 +38,12 @@ _LEGACY = {
 _GENERATOR = {"random": 0, "standard_normal": 0, "normal": 2, "uniform": 2, "integers": 2, "exponential": 1}
 
 
+_INTS = frozenset({int})
+
+
 def _elements(shape: Any) -> int:
+    if type(shape) is tuple and _INTS.issuperset(map(type, shape)):  # rand(3, 4), size=(3, 4): the common case
+        return math.prod(shape) if shape else 1
     if shape is None:
         return 0
     if isinstance(shape, (int, numpy.integer)):
@@ -51,14 +56,13 @@ def _elements(shape: Any) -> int:
         return 0
 
 
-def _device_backend(nelements: int) -> Any:
-    state = _config.current()
+def _device_backend(state: _config.State, nelements: int) -> Any:
     backend = state.backend
     if backend is None or backend.is_host:
         return None
     if not hasattr(backend, "random_call") and state.random != "numpy":
         return None
-    if nelements * 8 < _placement.threshold_bytes(state) or nelements == 0:
+    if nelements * 8 < state.create_limit or nelements == 0:
         return None
     return backend
 
@@ -66,14 +70,17 @@ def _device_backend(nelements: int) -> Any:
 def _legacy(name: str) -> Any:
     numpy_func = getattr(numpy.random, name)
     shape_of = _LEGACY[name]
+    small_calls = _report.host_counter(numpy_func)  # draws NumPy makes, counted per function
 
     def draw(*args: Any, **kwargs: Any) -> Any:
-        backend = _device_backend(_elements(shape_of(args, kwargs)))
-        if backend is not None and _config.current().random == "numpy":
+        state = _config.current()
+        if state.backend is None:
+            return numpy_func(*args, **kwargs)
+        backend = _device_backend(state, _elements(shape_of(args, kwargs)))
+        if backend is not None and state.random == "numpy":
             return _uploaded(numpy_func(*args, **kwargs), backend, numpy_func)
         if backend is None or not backend.supports_random(name, args, kwargs):
-            if _config.current().enabled:
-                _report.record(numpy_func, "host")
+            small_calls[0] += 1
             return numpy_func(*args, **kwargs)
         _report.record(numpy_func, "device")
         return DeviceArray(backend.random_call(name, args, kwargs), backend)
@@ -129,9 +136,10 @@ class Generator:
         index = _GENERATOR[name]
 
         def draw(*args: Any, **kwargs: Any) -> Any:
+            state = _config.current()
             size = args[index] if len(args) > index else kwargs.get("size")
-            backend = _device_backend(_elements(size))
-            if backend is not None and _config.current().random == "numpy":
+            backend = _device_backend(state, _elements(size))
+            if backend is not None and state.random == "numpy":
                 return _uploaded(host_method(*args, **kwargs), backend, host_method)
             if backend is None or not backend.supports_generator(name, args, kwargs):
                 return host_method(*args, **kwargs)
@@ -139,6 +147,7 @@ class Generator:
             return DeviceArray(getattr(self._device_generator(backend), name)(*args, **kwargs), backend)
 
         draw.__name__ = name
+        setattr(self, name, draw)  # made once: the next rng.<name> is an attribute, not __getattr__
         return draw
 
     def __repr__(self) -> str:

@@ -423,5 +423,86 @@ def test_small_host_reductions_are_counted():
     npgpu.report(reset=True)
     with npgpu.enable("numpy", threshold=1 << 20):
         assert npgpu.sum(a) == 15.0 and npgpu.max(a, 0) == 5.0 and not npgpu.all(a, axis=None)
+        npgpu.zeros(3), npgpu.array([1, 2]), npgpu.asarray(a), npgpu.random.rand(2)
     counts = npgpu.report().as_dict()["functions"]
-    assert [counts[name]["host"] for name in ("sum", "max", "all")] == [1, 1, 1]
+    names = ("sum", "max", "all", "zeros", "array", "asarray", "random.RandomState.rand")
+    assert [counts[name]["host"] for name in names] == [1] * 7
+
+
+# -- small creations and constructors (the namespace's short road to NumPy) -------------------
+
+_HOST_DATA = numpy.arange(12.0).reshape(3, 4)
+SMALL_CREATIONS = {
+    "zeros(10)": lambda xp: xp.zeros(10),
+    "zeros((3, 4), int32)": lambda xp: xp.zeros((3, 4), dtype=xp.int32),
+    "ones(5, bool)": lambda xp: xp.ones(5, bool),
+    "empty((2, 2)).shape": lambda xp: xp.empty((2, 2)).shape,
+    "full((2, 3), 7.5)": lambda xp: xp.full((2, 3), 7.5),
+    "arange(10)": lambda xp: xp.arange(10),
+    "arange(3, 17, 4)": lambda xp: xp.arange(3, 17, 4),
+    "arange(10, 0, -3)": lambda xp: xp.arange(10, 0, -3),
+    "arange(5, 5)": lambda xp: xp.arange(5, 5),
+    "arange(0, 1, 0.25)": lambda xp: xp.arange(0, 1, 0.25),
+    "linspace(0, 1, 11)": lambda xp: xp.linspace(0, 1, 11),
+    "logspace(0, 2, 5)": lambda xp: xp.logspace(0, 2, 5),
+    "eye(3)": lambda xp: xp.eye(3),
+    "identity(4, int)": lambda xp: xp.identity(4, dtype=int),
+    "array([1, 2, 3])": lambda xp: xp.array([1, 2, 3]),
+    "array([[1, 2], [3, 4]])": lambda xp: xp.array([[1, 2], [3, 4]]),
+    "array(2.5)": lambda xp: xp.array(2.5),
+    "array([])": lambda xp: xp.array([]),
+    "array((1, 2.5), float32)": lambda xp: xp.array((1, 2.5), dtype=xp.float32),
+    "asarray(host)": lambda xp: xp.asarray(_HOST_DATA),
+    "asarray(host) is host": lambda xp: xp.asarray(_HOST_DATA) is _HOST_DATA,
+    "array(host) is not host": lambda xp: xp.array(_HOST_DATA) is not _HOST_DATA,
+    "asarray([1, 2], dtype('f4'))": lambda xp: xp.asarray([1, 2], dtype=numpy.dtype("f4")),
+    "ascontiguousarray(host.T)": lambda xp: xp.ascontiguousarray(_HOST_DATA.T),
+    "asfortranarray(host).flags.f_contiguous": lambda xp: xp.asfortranarray(_HOST_DATA).flags.f_contiguous,
+    "random.rand(3, 2).shape": lambda xp: xp.random.rand(3, 2).shape,
+    "matmul(host, host.T)": lambda xp: xp.matmul(_HOST_DATA, _HOST_DATA.T),
+    "zeros(-1)": lambda xp: xp.zeros(-1),
+    "arange(0, 10, 0)": lambda xp: xp.arange(0, 10, 0),
+    "array([[1], [1, 2]])": lambda xp: xp.array([[1], [1, 2]]),
+    "full((2,), [1, 2, 3])": lambda xp: xp.full((2,), [1, 2, 3]),
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL_CREATIONS))
+def test_small_creations_and_constructors_are_numpys(npgpu_backend, name):
+    # With acceleration on, small arrays made from nothing or from host data (below a 1 MiB
+    # threshold; the emulated backend's own default is 0) are NumPy's, with NumPy's errors,
+    # made without the dispatcher's general path.
+    import npgpu
+    from npgpu.testing import assert_same
+
+    call = SMALL_CREATIONS[name]
+    try:
+        expected, expected_exc = call(numpy), None
+    except Exception as exc:  # compared below
+        expected, expected_exc = None, exc
+    with npgpu.disable() if npgpu_backend == "off" else npgpu.enable(npgpu_backend, threshold=1 << 20):
+        try:
+            actual, actual_exc = call(npgpu), None
+        except Exception as exc:  # compared below
+            actual, actual_exc = None, exc
+    if expected_exc is not None:
+        assert type(actual_exc) is type(expected_exc), f"{actual_exc!r} != {expected_exc!r}"
+    else:
+        assert actual_exc is None, repr(actual_exc)
+        assert_same(actual, expected, device=False)
+
+
+def test_creation_and_upload_thresholds_still_place_large_arrays(device_backend):
+    import npgpu
+
+    with npgpu.enable(device_backend, threshold=1000):  # bytes, for creation and upload alike
+        assert type(npgpu.zeros(100)) is numpy.ndarray  # 800 bytes
+        assert isinstance(npgpu.zeros(200), npgpu.DeviceArray)
+        assert isinstance(npgpu.arange(3, 403), npgpu.DeviceArray)
+        assert type(npgpu.array([1.0] * 100)) is numpy.ndarray
+        big = npgpu.array([1.0] * 200)
+        assert isinstance(big, npgpu.DeviceArray) and npgpu.asnumpy(big).sum() == 200.0
+        assert isinstance(npgpu.asarray(numpy.ones(200)), npgpu.DeviceArray)
+        assert type(npgpu.asarray(numpy.ones(100))) is numpy.ndarray
+    with npgpu.enable("numpy", threshold=1000):  # the host backend never uploads
+        assert type(npgpu.array([1.0] * 200)) is numpy.ndarray
