@@ -64,6 +64,14 @@ class TimeSmallArrays(BackendBenchmark):
     def time_single_ufunc(self, backend: str, n: int) -> None:
         self.xp.multiply(self.a, self.b)
 
+    def time_creation(self, backend: str, n: int) -> None:
+        """Arrays made from nothing and from host data at this size."""
+        xp = self.xp
+        xp.zeros(n)
+        xp.arange(n)
+        xp.asarray(self.a)
+        xp.array([1.0, 2.0, 3.0])
+
     def time_other_functions(self, backend: str, n: int) -> None:
         """Functions without the reductions' shorter road: what the placement check costs."""
         xp, a, b = self.xp, self.a, self.b

@@ -27,12 +27,13 @@ from npgpu.backends import unavailable_reason  # noqa: E402
 
 
 def bodies(xp, a, b):
-    other = TimeSmallArrays.time_other_functions
     holder = type("Holder", (), {"xp": xp, "a": a, "b": b})()
+    n = a.size
     return {
         "workload": lambda: small_workload(xp, a, b),
         "single ufunc": lambda: xp.multiply(a, b),
-        "other functions": lambda: other(holder, "", 0),
+        "other functions": lambda: TimeSmallArrays.time_other_functions(holder, "", n),
+        "creation": lambda: TimeSmallArrays.time_creation(holder, "", n),
     }
 
 
