@@ -203,8 +203,11 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
                     nbytes += x.nbytes
                 elif t in plain:
                     continue
-                elif t is tuple or t is list:  # a shape, or the arrays of concatenate/stack
-                    for item in x:
+                elif t is tuple or t is list:
+                    # the dispatcher's rule: the first item tells numbers (data, a shape) from operands
+                    if not x or type(x[0]) in plain:
+                        continue
+                    for item in x:  # the arrays of concatenate, stack, ...
                         t = type(item)
                         if t is ndarray_type:
                             nbytes += item.nbytes
