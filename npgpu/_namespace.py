@@ -67,6 +67,8 @@ def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes:
                 continue
             if t is not tuple and t is not list:
                 return -1
+            if not x or type(x[0]) in plain:  # numbers: data, not operands (the first item tells)
+                continue
             for item in x:
                 if type(item) is ndarray_type:
                     nbytes += item.nbytes
