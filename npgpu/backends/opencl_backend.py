@@ -215,12 +215,14 @@ class OpenCLBackend(Backend):
             ["-cl-fp32-correctly-rounded-divide-sqrt"] if self.device.single_fp_config & rounded else []
         )
         if self.is_cpu:
-            # Measured on PoCL, 2 cores, float64 (device arrays, one op): at 1e5 elements an add/sum
-            # costs 0.15-0.25 ms against NumPy's 0.01-0.04 ms; at 1e6 add/sin are even, sum 2x
-            # slower; at 1e7 add 0.4-0.7x, sin 0.8x, sum 1.0-1.1x.  So arrays are made on the
-            # device from 16 MiB (2M float64).  An upload (~12 ms per 80 MB) costs as much as a
-            # memory-bound op: upload + add at 1e7 measured 1.3x NumPy, upload + sin 2.1x.  One op
-            # on host inputs never pays here, so they move only from 512 MiB.
+            # Measured on PoCL, 2 cores, float64, one op (`tools/measure_opencl.py placement`,
+            # 2026-11-30, with the vector kernels). Device arrays against NumPy: at 1e6 elements
+            # add 1.15 vs 0.59 ms, sum 0.71 vs 0.24, sin 6.4 vs 10.8; at 2e6 add even (1.84 vs
+            # 1.82), sum 2x slower, sin 2.7x faster; at 1e7 add 1.7x, sin 3.8x faster, sum even.
+            # So arrays are made on the device from 16 MiB (2M float64). An upload costs about
+            # 20 ms per 80 MB, more than a memory-bound op saves: upload + add at 1e7 took 28.7 ms
+            # against NumPy's 14.5, upload + sum 19.5 vs 3.0 (upload + sin: 47.7 vs 140). Host
+            # inputs move only from 512 MiB (ufuncs on NumPy arrays are NumPy's own calls anyway).
             self.default_threshold_bytes = 16 << 20
             self.upload_threshold_bytes = 512 << 20
         self._retired: deque[numpy.ndarray] = deque()
