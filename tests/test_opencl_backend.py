@@ -3,6 +3,10 @@
 Runs on any OpenCL device; on machines without a GPU, PoCL's CPU device.
 """
 
+import os
+import subprocess
+import sys
+
 import numpy
 import pytest
 
@@ -291,3 +295,13 @@ def test_vector_kernels_match_numpy_over_chunk_remainders_and_offsets(cl, dtype,
 
     layouts = [key[2] for key in get_backend("opencl")._kernels if key[0] == "ew"]
     assert any(layout.vector for layout in layouts)
+
+
+@pytest.mark.parametrize("pure", ["", "1"], ids=["native", "pure-python"])
+def test_process_ending_with_work_queued_exits_cleanly(cl, pure):
+    """The last line may leave a large fill queued: the queue is finished before Python frees
+    the memory it writes (such a process died of SIGSEGV after its last line on PoCL)."""
+    code = "import npgpu as np\nwith np.enable('opencl'):\n    a = np.zeros(10**7)\nprint('done')\n"
+    env = {**os.environ, "NPGPU_PURE_PYTHON": pure}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr[-2000:]

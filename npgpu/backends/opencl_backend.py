@@ -5,6 +5,7 @@ Kernels are generated from npgpu.fusion's table; this is the only module importi
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import threading
@@ -174,6 +175,17 @@ def _is_basic_key(key: Any) -> bool:
     return all(isinstance(p, _BASIC_KEY_TYPES) and not isinstance(p, bool) for p in parts)
 
 
+# Queued commands must finish before the interpreter frees the host memory and buffers they use:
+# a process that exited with a fill still running on PoCL crashed (SIGSEGV) after its last line.
+_LIVE_BACKENDS: weakref.WeakSet[OpenCLBackend] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_queues() -> None:
+    for backend in list(_LIVE_BACKENDS):
+        backend.queue.finish()
+
+
 class OpenCLBackend(Backend):
     """NumPy on an OpenCL device through generated kernels.
 
@@ -244,6 +256,7 @@ class OpenCLBackend(Backend):
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
         self.kernels_built = 0
+        _LIVE_BACKENDS.add(self)
 
     def prefers_host(self, func: Any) -> bool:
         """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot.
