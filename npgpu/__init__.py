@@ -22,11 +22,12 @@ ufunc = _namespace.ufunc
 linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)
 fft = _namespace.submodule("npgpu.fft", _numpy.fft)
 random = _random.build()
+native_wrappers = _namespace.native_wrappers
 
 __version__ = "0.1.0"
 __all__ = [  # npgpu's own names; NumPy's are added to the module namespace above
     "BackendUnavailableError", "DeviceArray", "FallbackError", "FallbackWarning", "PerformanceWarning", "Report",
-    "asnumpy", "current_backend", "disable", "enable", "report", "routed_functions", "sync",
+    "asnumpy", "current_backend", "disable", "enable", "native_wrappers", "report", "routed_functions", "sync",
 ]
 __all__ += [name for name in _numpy.__all__ if name not in __all__]  # `from npgpu import *` is NumPy's star
 __numpy_version__ = _numpy.__version__

@@ -7,6 +7,7 @@ and go through the dispatcher when it is on; types, dtypes and constants are Num
 from __future__ import annotations
 
 import math
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -53,6 +54,28 @@ _HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.flo
                            numpy.int32, numpy.bool_, numpy.complex128, type})  # type: dtype=numpy.float32
 # Functions whose placement depends on more than their array arguments' sizes.
 _SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
+
+# The wrappers' per-call check in C (npgpu/_speedups.c), when it was built: the same decisions as
+# the Python wrappers below, which stay the reference and the fallback (NPGPU_PURE_PYTHON=1).
+_speedups: Any = None
+if not os.environ.get("NPGPU_PURE_PYTHON"):
+    try:
+        from . import _speedups
+    except ImportError:  # a source tree or an install without a C compiler: the Python wrappers
+        _speedups = None
+    else:
+        _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype, tuple(_HOST_SCALARS),
+                            _dispatch.function, _dispatch.place_constructed)
+
+
+def _cell(native: bool) -> Any:
+    """A small-call counter cell: the C wrappers count in a Counter, the Python ones in a list."""
+    return _speedups.Counter() if native and _speedups is not None else [0]
+
+
+def native_wrappers() -> bool:
+    """Whether npgpu's functions make their small-call check in C (npgpu._speedups)."""
+    return _speedups is not None
 
 
 def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes: int = 0) -> int:
@@ -173,7 +196,7 @@ def _ufunc_by_name(name: str) -> Any:
     return getattr(npgpu, name)
 
 
-def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
     """A function that is ``func`` while acceleration is off and dispatched while it is on.
 
     With acceleration on, a call whose operands are NumPy arrays and plain values that together
@@ -189,7 +212,10 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu") -> Callable[.
     # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
     # __array_function__ dispatch would only call this: calling it directly repays the check.
     impl = getattr(func, "_implementation", func)
-    small_calls = _report.host_counter(func)
+    small_calls = _report.host_counter(func, _cell(native))
+    if native and _speedups is not None:
+        wrapper = _speedups.Wrapper(_speedups.FUNCTION, func, impl, func, small_calls, fast=fast)
+        return _finish(wrapper, func, module)
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
@@ -256,18 +282,24 @@ _NUM_THIRD = frozenset({numpy.linspace, numpy.logspace})
 _INTS = frozenset({int})
 
 
-def wrap_creation(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
     """``wrap_function(func)`` for an array made from nothing, with a short road for small ones.
 
     ``zeros(10)``, ``ones((3, 3))``, ``arange(100)``, ``linspace(0, 1, 50)``: when the request
     (counted, as the dispatcher does, at 8 bytes an element) stays below the creation threshold
     NumPy makes it at once, counted per function. Anything else goes to the dispatcher.
     """
-    routed = wrap_function(func, module)
+    routed = wrap_function(func, module, native)
     state_get, config, ints = _state_get, _config, _INTS
     shape_first, num_third, is_arange = func in _SHAPE_FIRST, func in _NUM_THIRD, func is numpy.arange
     is_square = func is numpy.eye or func is numpy.identity
-    small_calls = _report.host_counter(func)
+    small_calls = _report.host_counter(func, _cell(native))
+    if native and _speedups is not None:
+        sp = _speedups
+        mode = (sp.SIZE_SHAPE_FIRST if shape_first else sp.SIZE_NUM_THIRD if num_third
+                else sp.SIZE_ARANGE if is_arange else sp.SIZE_SQUARE if is_square else 0)
+        wrapper = sp.Wrapper(sp.CREATION, func, func, routed, small_calls, size_mode=mode)
+        return _finish(wrapper, func, module)
 
     def create(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
@@ -310,7 +342,7 @@ _IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarra
                                      numpy.asfortranarray})
 
 
-def wrap_constructor(func: Callable[..., Any], module: str = "npgpu") -> Callable[..., Any]:
+def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
     """``wrap_function(func)`` for ``asarray``/``array``/...: a short road for host data.
 
     A NumPy array, a flat list or tuple of numbers, or a number: NumPy makes the array (as the
@@ -318,9 +350,12 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu") -> Callabl
     goes where the dispatcher puts it (uploaded from the upload threshold). Device arrays,
     nested lists (which may hold device arrays) and other objects go to the dispatcher.
     """
-    routed = wrap_function(func, module)
+    routed = wrap_function(func, module, native)
     state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
-    small_calls = _report.host_counter(func)
+    small_calls = _report.host_counter(func, _cell(native))
+    if native and _speedups is not None:
+        wrapper = _speedups.Wrapper(_speedups.CONSTRUCTOR, func, func, routed, small_calls)
+        return _finish(wrapper, func, module)
 
     def construct(*args: Any, **kwargs: Any) -> Any:
         state = state_get()
@@ -363,7 +398,7 @@ _AXIS_TYPES = frozenset({int, type(None)})
 
 
 def wrap_reduction(
-    func: Callable[..., Any], uf: numpy.ufunc, dtype: type | None, module: str = "npgpu"
+    func: Callable[..., Any], uf: numpy.ufunc, dtype: type | None, module: str = "npgpu", native: bool = True
 ) -> Callable[..., Any]:
     """``wrap_function(func)`` with a shorter road for the commonest small call.
 
@@ -372,10 +407,13 @@ def wrap_reduction(
     errors, from the same NumPy code, for less than NumPy's own call costs. This pays for the
     placement check on small-array code. Anything else takes the ordinary wrapper.
     """
-    routed = wrap_function(func, module)
+    routed = wrap_function(func, module, native)
     state_get, config, ndarray_type, axis_types = _state_get, _config, _ndarray, _AXIS_TYPES
     reduce = uf.reduce
-    small_calls = _report.host_counter(func)
+    small_calls = _report.host_counter(func, _cell(native))
+    if native and _speedups is not None:
+        wrapper = _speedups.Wrapper(_speedups.REDUCTION, func, func, routed, small_calls, reduce=reduce, rdtype=dtype)
+        return _finish(wrapper, func, module)
 
     def reduction(*args: Any, **kwargs: Any) -> Any:
         n = len(args)
@@ -408,16 +446,17 @@ def wrap_reduction(
 _HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
 
 
-def _wrapper(func: Any, module: str) -> Callable[..., Any]:
-    """npgpu's face of NumPy function ``func``: the general wrapper or one with a shorter road."""
+def _wrapper(func: Any, module: str, native: bool = True) -> Callable[..., Any]:
+    """npgpu's face of NumPy function ``func``: the general wrapper or one with a shorter road
+    (``native=False``: the Python implementation even where the C one is built)."""
     reduction = _REDUCTIONS.get(func)
     if reduction is not None:
-        return wrap_reduction(func, *reduction, module)
+        return wrap_reduction(func, *reduction, module, native=native)
     if func in _placement.CREATION_SIZE:
-        return wrap_creation(func, module)
+        return wrap_creation(func, module, native)
     if func in _IN_MEMORY_CONSTRUCTORS:
-        return wrap_constructor(func, module)
-    return wrap_function(func, module)
+        return wrap_constructor(func, module, native)
+    return wrap_function(func, module, native)
 
 
 def numpy_dispatched() -> frozenset[Any]:

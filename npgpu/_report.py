@@ -152,16 +152,19 @@ def record_kernel(stat: str, amount: float = 1, **more: float) -> None:
             _kernels[name] += value
 
 
-# Small calls that a namespace function hands straight to NumPy: one counter per function (a
-# one-element list the wrapper increments, about 30 ns), no call site. Increments from threads
-# running at once can be lost; these are statistics, not fallbacks (those are always counted).
-_host_counters: list[tuple[Any, list[int]]] = []
+# Small calls that a namespace function hands straight to NumPy: one counter per function, no
+# call site. A counter is a cell read and reset as cell[0]: a one-element list for the Python
+# wrappers, npgpu._speedups.Counter (a C integer) for the C ones. Increments from threads running
+# at once can be lost; these are statistics, not fallbacks (those are always counted).
+_host_counters: list[tuple[Any, Any]] = []
 SMALL_CALLS_SITE = "(small NumPy calls, site not recorded)"
 
 
-def host_counter(func: Any) -> list[int]:
-    """A counter of ``func``'s small host calls, reported under the function's name."""
-    cell = [0]
+def host_counter(func: Any, cell: Any = None) -> Any:
+    """A counter of ``func``'s small host calls (``cell``, default a new ``[0]``), reported under
+    the function's name."""
+    if cell is None:
+        cell = [0]
     _host_counters.append((func, cell))
     return cell
 

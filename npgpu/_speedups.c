@@ -1,0 +1,858 @@
+/* npgpu._speedups: the namespace wrappers' per-call check, in C.
+ *
+ * Small-array NumPy code calls cheap functions (np.where on ten elements costs NumPy about a
+ * microsecond, np.zeros(10) a tenth of one). npgpu's wrapper must decide, on every call, whether
+ * a call stays in NumPy; written in Python that decision alone costs 0.2-0.3 us. This module makes
+ * the same decision in C. It holds no policy of its own: npgpu/_namespace.py keeps the reference
+ * implementation of each wrapper in Python (used when this module is not built, or when
+ * NPGPU_PURE_PYTHON is set), and tests/test_speedups.py checks both give the same results, the
+ * same errors and the same counts.
+ *
+ * Wrapper kinds (one type, four call paths):
+ *   FUNCTION     any NumPy function: small host operands go to NumPy, the rest to the dispatcher;
+ *   CREATION     zeros/ones/empty/full, arange, eye/identity, linspace/logspace: the size is read
+ *                off the common call forms;
+ *   CONSTRUCTOR  asarray/array/...: host data is made by NumPy, and placed when large;
+ *   REDUCTION    sum/prod/max/min/any/all of a small ndarray: the ufunc reduction NumPy ends in.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <limits.h>
+
+enum { FUNCTION = 0, CREATION = 1, CONSTRUCTOR = 2, REDUCTION = 3 };
+enum { SIZE_NONE = 0, SIZE_SHAPE_FIRST = 1, SIZE_ARANGE = 2, SIZE_SQUARE = 3, SIZE_NUM_THIRD = 4 };
+
+#define MAX_PLAIN 32
+
+/* Set once by configure(). */
+static PyObject *g_state_var;        /* the ContextVar holding the State (or None) */
+static PyObject *g_config_dict;      /* npgpu._config.__dict__: '_default' is the process default */
+static PyTypeObject *g_ndarray;      /* numpy.ndarray, matched exactly */
+static PyTypeObject *g_dtype;        /* numpy.dtype, matched with isinstance */
+static PyObject *g_dispatch;         /* _dispatch.function(func, args, kwargs) */
+static PyObject *g_place;            /* _dispatch.place_constructed(func, host, backend, state) */
+static PyTypeObject *g_plain[MAX_PLAIN];
+static int g_nplain;
+
+static PyObject *s_default, *s_backend, *s_host_limit, *s_create_limit, *s_nbytes, *s_num, *s_axis,
+    *s_is_host;
+
+/* A count of small host calls, read and reset by npgpu.report() as cell[0]: incrementing a C
+ * integer costs less than replacing the int in a list. */
+typedef struct {
+    PyObject_HEAD
+    long long n;
+} Counter;
+
+static Py_ssize_t
+counter_length(PyObject *self)
+{
+    (void)self;
+    return 1;
+}
+
+static PyObject *
+counter_item(PyObject *self, Py_ssize_t i)
+{
+    if (i != 0) {
+        PyErr_SetString(PyExc_IndexError, "Counter index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(((Counter *)self)->n);
+}
+
+static int
+counter_ass_item(PyObject *self, Py_ssize_t i, PyObject *value)
+{
+    if (i != 0 || value == NULL) {
+        PyErr_SetString(PyExc_IndexError, "Counter holds one item, which can't be deleted");
+        return -1;
+    }
+    long long n = PyLong_AsLongLong(value);
+    if (n == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    ((Counter *)self)->n = n;
+    return 0;
+}
+
+static PyObject *
+counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) || PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Counter() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);
+}
+
+static PyObject *
+counter_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("Counter([%lld])", ((Counter *)self)->n);
+}
+
+static PySequenceMethods counter_as_sequence = {
+    .sq_length = counter_length,
+    .sq_item = counter_item,
+    .sq_ass_item = counter_ass_item,
+};
+
+static PyTypeObject CounterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npgpu._speedups.Counter",
+    .tp_basicsize = sizeof(Counter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Counter(): one integer cell, c[0], for npgpu.report()'s small-call counts.",
+    .tp_new = counter_new,
+    .tp_repr = counter_repr,
+    .tp_as_sequence = &counter_as_sequence,
+};
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int kind;
+    int fast;       /* FUNCTION: small host calls may skip the dispatcher */
+    int size_mode;  /* CREATION: how the element count is read */
+    PyObject *func;    /* the NumPy function */
+    PyObject *impl;    /* what NumPy's own dispatch would end in (FUNCTION) */
+    PyObject *routed;  /* the general wrapper of func (the other kinds' slow road) */
+    PyObject *counter; /* a Counter: small host calls, read by npgpu.report() */
+    PyObject *reduce;  /* REDUCTION: the bound ufunc.reduce */
+    PyObject *rdtype;  /* REDUCTION: the dtype NumPy passes it (None or bool) */
+    PyObject *dict;
+    PyObject *weakrefs;
+} Wrapper;
+
+static inline int
+is_plain(PyTypeObject *t)
+{
+    for (int i = 0; i < g_nplain; i++) {
+        if (g_plain[i] == t) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The last State read and the fields the short roads use. A State is frozen once made, so while
+ * this holds a reference to it, its identity stands for its values: a call under the same State
+ * (the common case, a loop of small calls) reads no attributes. */
+typedef struct {
+    PyObject *state;   /* strong */
+    PyObject *backend; /* strong; Py_None when acceleration is off */
+    long long host_limit;
+    long long create_limit;
+} Fields;
+static Fields g_fields;
+
+/* An int attribute of the State; -1 with an exception on error. Huge values clamp. */
+static long long
+state_limit(PyObject *state, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(state, name);
+    if (value == NULL) {
+        return -1;
+    }
+    int overflow = 0;
+    long long limit = PyLong_AsLongLongAndOverflow(value, &overflow);
+    Py_DECREF(value);
+    if (overflow > 0) {
+        return LLONG_MAX;
+    }
+    if (overflow < 0) {
+        return LLONG_MIN;
+    }
+    return limit;
+}
+
+/* The fields of the State in force here, or NULL with an exception set. Borrowed: valid until
+ * the next call into Python code. */
+static const Fields *
+state_fields(void)
+{
+    PyObject *state = NULL;
+    if (PyContextVar_Get(g_state_var, NULL, &state) < 0) {
+        return NULL;
+    }
+    if (state == NULL || state == Py_None) {
+        Py_XDECREF(state);
+        state = PyDict_GetItemWithError(g_config_dict, s_default);
+        if (state == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "npgpu._config has no _default state");
+            }
+            return NULL;
+        }
+        Py_INCREF(state);
+    }
+    if (state == g_fields.state) {
+        Py_DECREF(state);
+        return &g_fields;
+    }
+    PyObject *backend = PyObject_GetAttr(state, s_backend);
+    if (backend == NULL) {
+        Py_DECREF(state);
+        return NULL;
+    }
+    long long host_limit = state_limit(state, s_host_limit);
+    long long create_limit = host_limit == -1 && PyErr_Occurred() ? -1 : state_limit(state, s_create_limit);
+    if (create_limit == -1 && PyErr_Occurred()) {
+        Py_DECREF(backend);
+        Py_DECREF(state);
+        return NULL;
+    }
+    PyObject *old_state = g_fields.state, *old_backend = g_fields.backend;
+    g_fields.state = state;
+    g_fields.backend = backend;
+    g_fields.host_limit = host_limit;
+    g_fields.create_limit = create_limit;
+    Py_XDECREF(old_backend);
+    Py_XDECREF(old_state);
+    return &g_fields;
+}
+
+static long long
+array_nbytes(PyObject *array)
+{
+    PyObject *value = PyObject_GetAttr(array, s_nbytes);
+    if (value == NULL) {
+        return -2;
+    }
+    long long n = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    if (n == -1 && PyErr_Occurred()) {
+        return -2;
+    }
+    return n;
+}
+
+/* Bytes of the NumPy arrays among items (and in lists or tuples of them); -1 when anything else
+ * is there (a device array, an unknown type): the dispatcher decides; -2 on error. A list or
+ * tuple whose first item is a plain value holds data or a shape, not operands. */
+static long long
+host_bytes(PyObject *const *items, Py_ssize_t n)
+{
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        PyTypeObject *t = Py_TYPE(x);
+        if (t == g_ndarray) {
+            long long b = array_nbytes(x);
+            if (b < 0) {
+                return -2;
+            }
+            total += b;
+        }
+        else if (is_plain(t)) {
+            continue;
+        }
+        else if (t == &PyTuple_Type || t == &PyList_Type) {
+            if (PySequence_Fast_GET_SIZE(x) == 0 || is_plain(Py_TYPE(PySequence_Fast_GET_ITEM(x, 0)))) {
+                continue;
+            }
+            /* reading nbytes of an exact ndarray runs no Python code: the list can't change */
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(x); j++) {
+                PyObject *item = PySequence_Fast_GET_ITEM(x, j);
+                PyTypeObject *it = Py_TYPE(item);
+                if (it == g_ndarray) {
+                    long long b = array_nbytes(item);
+                    if (b < 0) {
+                        return -2;
+                    }
+                    total += b;
+                }
+                else if (!is_plain(it)) {
+                    return -1;
+                }
+            }
+        }
+        else if (PyObject_TypeCheck(x, g_dtype)) {
+            continue;
+        }
+        else {
+            return -1;
+        }
+    }
+    return total;
+}
+
+static int
+count_small_call(Wrapper *self)
+{
+    ((Counter *)self->counter)->n++;
+    return 0;
+}
+
+/* func(args, kwargs) for the dispatcher's (func, args tuple, kwargs dict) signature. */
+static PyObject *
+call_dispatcher(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tuple, i, args[i]);
+    }
+    PyObject *kwargs = PyDict_New();
+    if (kwargs == NULL) {
+        Py_DECREF(tuple);
+        return NULL;
+    }
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+                Py_DECREF(tuple);
+                Py_DECREF(kwargs);
+                return NULL;
+            }
+        }
+    }
+    PyObject *result = PyObject_CallFunctionObjArgs(g_dispatch, func, tuple, kwargs, NULL);
+    Py_DECREF(tuple);
+    Py_DECREF(kwargs);
+    return result;
+}
+
+static PyObject *
+function_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (fields->backend == Py_None) {
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    }
+    if (self->fast) {
+        long long limit = fields->host_limit;
+        Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+        long long nbytes = host_bytes(args, n);
+        if (nbytes == -2) {
+            return NULL;
+        }
+        if (nbytes >= 0 && nbytes < limit) {
+            if (count_small_call(self) < 0) {
+                return NULL;
+            }
+            return PyObject_Vectorcall(self->impl, args, nargsf, kwnames);
+        }
+    }
+    return call_dispatcher(self->func, args, nargsf, kwnames);
+}
+
+/* An exact Python int as long long; 0 with *ok = 0 when x isn't one or doesn't fit. */
+static long long
+exact_int(PyObject *x, int *ok)
+{
+    if (Py_TYPE(x) != &PyLong_Type) {
+        *ok = 0;
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return v;
+}
+
+static long long
+floor_div(long long a, long long b)
+{
+    long long q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) {
+        q -= 1;
+    }
+    return q;
+}
+
+/* Elements a creation call asks for, read off its common forms; -1 when it can't be read. */
+static long long
+creation_size(Wrapper *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int ok = 1;
+    if (nargs == 0) {
+        return -1;
+    }
+    PyObject *first = args[0];
+    switch (self->size_mode) {
+    case SIZE_SHAPE_FIRST:
+        if (Py_TYPE(first) == &PyLong_Type) {
+            long long n = exact_int(first, &ok);
+            return ok ? n : -1;
+        }
+        if (Py_TYPE(first) == &PyTuple_Type) {
+            long long n = 1;
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(first); i++) {
+                long long d = exact_int(PyTuple_GET_ITEM(first, i), &ok);
+                if (!ok || __builtin_mul_overflow(n, d, &n)) {
+                    return -1;
+                }
+            }
+            return n;
+        }
+        return -1;
+    case SIZE_ARANGE: {
+        if (nargs > 3) {
+            return -1;
+        }
+        long long v[3] = {0, 0, 1};
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            v[i] = exact_int(args[i], &ok);
+            if (!ok) {
+                return -1;
+            }
+        }
+        if (nargs == 1) {
+            return v[0];
+        }
+        long long diff;
+        if (v[2] == 0 || __builtin_sub_overflow(v[0], v[1], &diff) || (diff == LLONG_MIN && v[2] == -1)) {
+            return -1;
+        }
+        long long n = -floor_div(diff, v[2]); /* ceil((stop - start) / step) */
+        return n > 0 ? n : 0;
+    }
+    case SIZE_SQUARE: {
+        long long n = exact_int(first, &ok), n2;
+        if (nargs != 1 || !ok || __builtin_mul_overflow(n, n, &n2)) {
+            return -1;
+        }
+        return n2;
+    }
+    case SIZE_NUM_THIRD: {
+        PyObject *num = NULL;
+        if (nargs > 2) {
+            num = args[2];
+        }
+        else if (kwnames != NULL) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+                if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, i), s_num) == 0) {
+                    num = args[nargs + i];
+                    break;
+                }
+            }
+        }
+        if (num == NULL) {
+            return 50; /* linspace's and logspace's default */
+        }
+        long long n = exact_int(num, &ok);
+        return ok ? n : -1;
+    }
+    default:
+        return -1;
+    }
+}
+
+static PyObject *
+creation_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (fields->backend == Py_None) {
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    }
+    long long n = creation_size(self, args, PyVectorcall_NARGS(nargsf), kwnames);
+    if (n >= 0 && n <= LLONG_MAX / 8 && n * 8 < fields->create_limit) {
+        if (count_small_call(self) < 0) {
+            return NULL;
+        }
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    }
+    return PyObject_Vectorcall(self->routed, args, nargsf, kwnames);
+}
+
+static PyObject *
+constructor_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (fields->backend == Py_None || nargs == 0) {
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    }
+    /* Held here: the calls below run Python code, which may read another State. */
+    PyObject *state = fields->state, *backend = fields->backend;
+    long long limit = fields->host_limit;
+    Py_INCREF(state);
+    Py_INCREF(backend);
+    PyObject *result = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *value = args[nargs + i];
+        if (!is_plain(Py_TYPE(value)) && !PyObject_TypeCheck(value, g_dtype)) {
+            goto routed;
+        }
+    }
+    PyObject *data = args[0];
+    PyTypeObject *t = Py_TYPE(data);
+    if (t == g_ndarray) {
+        long long nbytes = array_nbytes(data);
+        if (nbytes < 0) {
+            goto done;
+        }
+        if (nbytes < limit) {
+            if (count_small_call(self) == 0) {
+                result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+            }
+            goto done;
+        }
+        goto routed;
+    }
+    if (is_plain(t) || ((t == &PyList_Type || t == &PyTuple_Type) &&
+                        (PySequence_Fast_GET_SIZE(data) == 0 ||
+                         is_plain(Py_TYPE(PySequence_Fast_GET_ITEM(data, 0)))))) {
+        PyObject *host = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+        if (host == NULL) {
+            goto done;
+        }
+        int small = Py_TYPE(host) != g_ndarray;
+        if (!small) {
+            long long nbytes = array_nbytes(host);
+            if (nbytes < 0) {
+                Py_DECREF(host);
+                goto done;
+            }
+            small = nbytes < limit;
+        }
+        if (!small) {
+            PyObject *is_host = PyObject_GetAttr(backend, s_is_host);
+            small = is_host == NULL ? -1 : PyObject_IsTrue(is_host);
+            Py_XDECREF(is_host);
+            if (small < 0) {
+                Py_DECREF(host);
+                goto done;
+            }
+        }
+        if (small) {
+            if (count_small_call(self) < 0) {
+                Py_DECREF(host);
+                goto done;
+            }
+            result = host;
+        }
+        else {
+            result = PyObject_CallFunctionObjArgs(g_place, self->func, host, backend, state, NULL);
+            Py_DECREF(host);
+        }
+        goto done;
+    }
+routed:
+    result = PyObject_Vectorcall(self->routed, args, nargsf, kwnames);
+done:
+    Py_DECREF(state);
+    Py_DECREF(backend);
+    return result;
+}
+
+static PyObject *
+reduction_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *axis = Py_None;
+    if (nargs == 1 && nkw == 1) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_axis) != 0) {
+            goto routed;
+        }
+        axis = args[1];
+    }
+    else if (nargs == 2 && nkw == 0) {
+        axis = args[1];
+    }
+    else if (nargs != 1 || nkw != 0) {
+        goto routed;
+    }
+    if ((axis != Py_None && Py_TYPE(axis) != &PyLong_Type) || Py_TYPE(args[0]) != g_ndarray) {
+        goto routed;
+    }
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (fields->backend != Py_None) {
+        long long limit = fields->host_limit;
+        long long nbytes = array_nbytes(args[0]);
+        if (nbytes < 0) {
+            return NULL;
+        }
+        if (nbytes < limit) {
+            if (count_small_call(self) < 0) {
+                return NULL;
+            }
+            PyObject *call[3] = {args[0], axis, self->rdtype};
+            return PyObject_Vectorcall(self->reduce, call, 3, NULL);
+        }
+    }
+routed:
+    return PyObject_Vectorcall(self->routed, args, nargsf, kwnames);
+}
+
+static PyObject *
+wrapper_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Wrapper *self = (Wrapper *)op;
+    switch (self->kind) {
+    case CREATION:
+        return creation_call(self, args, nargsf, kwnames);
+    case CONSTRUCTOR:
+        return constructor_call(self, args, nargsf, kwnames);
+    case REDUCTION:
+        return reduction_call(self, args, nargsf, kwnames);
+    default:
+        return function_call(self, args, nargsf, kwnames);
+    }
+}
+
+static PyObject *
+wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *keywords[] = {"kind", "func", "impl", "routed", "counter", "fast", "size_mode", "reduce",
+                               "rdtype", NULL};
+    int kind, fast = 1, size_mode = SIZE_NONE;
+    PyObject *func, *impl, *routed, *counter, *reduce = Py_None, *rdtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOOOO!|iiOO:Wrapper", keywords, &kind, &func, &impl, &routed,
+                                     &CounterType, &counter, &fast, &size_mode, &reduce, &rdtype)) {
+        return NULL;
+    }
+    if (kind < FUNCTION || kind > REDUCTION) {
+        PyErr_SetString(PyExc_ValueError, "Wrapper: unknown kind");
+        return NULL;
+    }
+    if (g_state_var == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "npgpu._speedups.configure() was not called");
+        return NULL;
+    }
+    Wrapper *self = (Wrapper *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = wrapper_vectorcall;
+    self->kind = kind;
+    self->fast = fast;
+    self->size_mode = size_mode;
+    self->func = Py_NewRef(func);
+    self->impl = Py_NewRef(impl);
+    self->routed = Py_NewRef(routed);
+    self->counter = Py_NewRef(counter);
+    self->reduce = Py_NewRef(reduce);
+    self->rdtype = Py_NewRef(rdtype);
+    return (PyObject *)self;
+}
+
+static int
+wrapper_traverse(Wrapper *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->func);
+    Py_VISIT(self->impl);
+    Py_VISIT(self->routed);
+    Py_VISIT(self->counter);
+    Py_VISIT(self->reduce);
+    Py_VISIT(self->rdtype);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+wrapper_clear(Wrapper *self)
+{
+    Py_CLEAR(self->func);
+    Py_CLEAR(self->impl);
+    Py_CLEAR(self->routed);
+    Py_CLEAR(self->counter);
+    Py_CLEAR(self->reduce);
+    Py_CLEAR(self->rdtype);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+wrapper_dealloc(Wrapper *self)
+{
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
+    wrapper_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Bound as a method when stored on a class, as Python functions and NumPy's functions are. */
+static PyObject *
+wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self);
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *
+wrapper_repr(Wrapper *self)
+{
+    PyObject *name = self->dict ? PyDict_GetItemString(self->dict, "__qualname__") : NULL;
+    if (name == NULL) {
+        return PyUnicode_FromFormat("<npgpu function at %p>", self);
+    }
+    return PyUnicode_FromFormat("<function %U at %p>", name, self);
+}
+
+/* Pickled by reference, like a function: its module and qualified name. */
+static PyObject *
+wrapper_reduce(Wrapper *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *name = self->dict ? PyDict_GetItemString(self->dict, "__qualname__") : NULL;
+    if (name == NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot pickle an unnamed npgpu wrapper");
+        return NULL;
+    }
+    return Py_NewRef(name);
+}
+
+static PyMethodDef wrapper_methods[] = {
+    {"__reduce__", (PyCFunction)wrapper_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef wrapper_members[] = {
+    {"_counter", T_OBJECT, offsetof(Wrapper, counter), READONLY, "small host calls (a Counter)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef wrapper_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject WrapperType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npgpu._speedups.Wrapper",
+    .tp_doc = "npgpu's face of one NumPy function, with the small-call check in C.",
+    .tp_basicsize = sizeof(Wrapper),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = wrapper_new,
+    .tp_traverse = (traverseproc)wrapper_traverse,
+    .tp_clear = (inquiry)wrapper_clear,
+    .tp_dealloc = (destructor)wrapper_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Wrapper, vectorcall),
+    .tp_dictoffset = offsetof(Wrapper, dict),
+    .tp_weaklistoffset = offsetof(Wrapper, weakrefs),
+    .tp_descr_get = wrapper_descr_get,
+    .tp_repr = (reprfunc)wrapper_repr,
+    .tp_methods = wrapper_methods,
+    .tp_members = wrapper_members,
+    .tp_getset = wrapper_getset,
+};
+
+static PyObject *
+configure(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *state_var, *config_dict, *ndarray, *dtype, *plain, *dispatch, *place;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:configure", &PyContextVar_Type, &state_var, &PyDict_Type,
+                          &config_dict, &PyType_Type, &ndarray, &PyType_Type, &dtype, &plain, &dispatch, &place)) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(plain, "configure: plain types must be iterable");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_PLAIN) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "configure: too many plain types");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyType_Check(t)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "configure: plain types must be types");
+            return NULL;
+        }
+    }
+    for (int i = 0; i < g_nplain; i++) {
+        Py_CLEAR(g_plain[i]);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        g_plain[i] = (PyTypeObject *)Py_NewRef(PySequence_Fast_GET_ITEM(seq, i));
+    }
+    g_nplain = (int)n;
+    Py_DECREF(seq);
+    Py_XSETREF(g_state_var, Py_NewRef(state_var));
+    Py_XSETREF(g_config_dict, Py_NewRef(config_dict));
+    Py_XSETREF(g_ndarray, (PyTypeObject *)Py_NewRef(ndarray));
+    Py_XSETREF(g_dtype, (PyTypeObject *)Py_NewRef(dtype));
+    Py_XSETREF(g_dispatch, Py_NewRef(dispatch));
+    Py_XSETREF(g_place, Py_NewRef(place));
+    Py_CLEAR(g_fields.state);
+    Py_CLEAR(g_fields.backend);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(state_var, config_dict, ndarray, dtype, plain_types, dispatch_function, place_constructed)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "npgpu._speedups",
+    .m_doc = "The namespace wrappers' per-call check, in C.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CounterType) < 0) {
+        return NULL;
+    }
+#define INTERN(var, text)                          \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) { \
+        return NULL;                               \
+    }
+    INTERN(s_default, "_default");
+    INTERN(s_backend, "backend");
+    INTERN(s_host_limit, "host_limit");
+    INTERN(s_create_limit, "create_limit");
+    INTERN(s_nbytes, "nbytes");
+    INTERN(s_num, "num");
+    INTERN(s_axis, "axis");
+    INTERN(s_is_host, "is_host");
+#undef INTERN
+    PyObject *m = PyModule_Create(&speedups_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Wrapper", (PyObject *)&WrapperType) < 0 ||
+        PyModule_AddObjectRef(m, "Counter", (PyObject *)&CounterType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "FUNCTION", FUNCTION);
+    PyModule_AddIntConstant(m, "CREATION", CREATION);
+    PyModule_AddIntConstant(m, "CONSTRUCTOR", CONSTRUCTOR);
+    PyModule_AddIntConstant(m, "REDUCTION", REDUCTION);
+    PyModule_AddIntConstant(m, "SIZE_SHAPE_FIRST", SIZE_SHAPE_FIRST);
+    PyModule_AddIntConstant(m, "SIZE_ARANGE", SIZE_ARANGE);
+    PyModule_AddIntConstant(m, "SIZE_SQUARE", SIZE_SQUARE);
+    PyModule_AddIntConstant(m, "SIZE_NUM_THIRD", SIZE_NUM_THIRD);
+    return m;
+}

@@ -1,0 +1,248 @@
+"""The C wrappers (npgpu/_speedups.c) against the Python ones they mirror.
+
+Each namespace function is built twice, natively and in Python (``native=False``); every call
+form below runs through both under every backend, and the two must agree on the result (type,
+dtype, values), on the error NumPy raises, and on what npgpu.report() counts. The Python wrappers
+are checked against NumPy by the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy
+import pytest
+
+import npgpu
+from npgpu import _namespace
+
+pytestmark = pytest.mark.skipif(not npgpu.native_wrappers(), reason="npgpu._speedups is not built here")
+
+A = numpy.linspace(0.0, 1.0, 12)
+B = A[::-1].copy()
+M = A.reshape(3, 4)
+I8 = numpy.arange(-6, 6, dtype=numpy.int8)
+BIG = numpy.linspace(0.0, 1.0, 4000)  # 32 kB: above the threshold the tests set
+
+# (function, args, kwargs): every kind of wrapper, the call forms its short road reads and the
+# ones it must leave to the general road, and calls NumPy rejects.
+CALLS = [
+    # general functions
+    (numpy.where, (A > B, A, B), {}),
+    (numpy.where, (A > 0.5,), {}),
+    (numpy.clip, (A, 0.25, 0.75), {}),
+    (numpy.clip, (A,), {}),  # TypeError in NumPy < 2.1, a copy since
+    (numpy.concatenate, ((A, B),), {}),
+    (numpy.concatenate, ([A, B],), {"axis": 0}),
+    (numpy.concatenate, ((A, M),), {}),  # ValueError: dimensions differ
+    (numpy.concatenate, ((A, [1.0, 2.0]),), {}),
+    (numpy.stack, ([A, B],), {}),
+    (numpy.reshape, (A, (3, -1)), {}),
+    (numpy.reshape, (A, (5, 5)), {}),  # ValueError
+    (numpy.take, (A, [100]), {}),  # IndexError
+    (numpy.cumsum, (A,), {"dtype": numpy.float32}),
+    (numpy.cumsum, (A,), {"dtype": numpy.dtype("f4")}),
+    (numpy.mean, ([1, 2, 3],), {}),
+    (numpy.einsum, ("i,i->", A, B), {}),
+    (numpy.dot, (A, B), {}),
+    (numpy.diff, (A,), {"n": 2}),
+    (numpy.pad, (A, 2), {}),
+    (numpy.isclose, (A, B), {}),
+    (numpy.histogram, (A,), {"bins": 5}),
+    (numpy.where, (BIG > 0.5, BIG, 0.0), {}),
+    (numpy.concatenate, ((BIG, BIG),), {}),
+    # creation
+    (numpy.zeros, (10,), {}),
+    (numpy.zeros, ((2, 3),), {"dtype": "f4"}),
+    (numpy.zeros, (), {"shape": 5}),
+    (numpy.zeros, (numpy.int64(4),), {}),
+    (numpy.zeros, (-1,), {}),  # ValueError
+    (numpy.zeros, (10000,), {}),
+    (numpy.ones, ((3, 3),), {}),
+    (numpy.full, (5, 2.0), {}),
+    (numpy.full, ((2, 2), 7), {"dtype": int}),
+    (numpy.empty, (0,), {}),
+    (numpy.arange, (10,), {}),
+    (numpy.arange, (1, 10, 2), {}),
+    (numpy.arange, (10, 1, -3), {}),
+    (numpy.arange, (0.0, 1.0, 0.1), {}),
+    (numpy.arange, (5,), {"dtype": "f4"}),
+    (numpy.arange, (1, 10, 0), {}),  # ZeroDivisionError
+    (numpy.arange, (20000,), {}),
+    (numpy.eye, (4,), {}),
+    (numpy.eye, (3, 4), {}),
+    (numpy.identity, (3,), {}),
+    (numpy.linspace, (0, 1), {}),
+    (numpy.linspace, (0, 1, 7), {}),
+    (numpy.linspace, (0, 1), {"num": 5}),
+    (numpy.linspace, (0, 1, -1), {}),  # ValueError
+    (numpy.logspace, (0, 2, 4), {}),
+    # constructors
+    (numpy.asarray, (A,), {}),
+    (numpy.asarray, ([1, 2, 3],), {}),
+    (numpy.asarray, ((1.0, 2),), {}),
+    (numpy.asarray, (3.0,), {}),
+    (numpy.asarray, (A,), {"dtype": numpy.float32}),
+    (numpy.array, ([[1, 2], [3, 4]],), {}),
+    (numpy.array, (A,), {"dtype": "f4"}),
+    (numpy.array, ([],), {}),
+    (numpy.array, ([1, "a"],), {}),
+    (numpy.array, ([1.0, 2.0],), {"dtype": "no-such-dtype"}),  # TypeError
+    (numpy.asarray, (BIG,), {}),
+    (numpy.asarray, (list(BIG),), {}),
+    (numpy.ascontiguousarray, (A[::2],), {}),
+    # reductions
+    (numpy.sum, (A,), {}),
+    (numpy.sum, (M, 0), {}),
+    (numpy.sum, (M,), {"axis": 1}),
+    (numpy.sum, (M, 2), {}),  # AxisError
+    (numpy.sum, (M, None), {}),
+    (numpy.sum, (A > 0.5,), {}),
+    (numpy.sum, (I8,), {}),
+    (numpy.max, (A[:0],), {}),  # ValueError: empty
+    (numpy.min, (M,), {"keepdims": True}),
+    (numpy.any, (A > 0.5,), {}),
+    (numpy.all, (M, 0), {}),
+    (numpy.prod, (I8[:4],), {}),
+    (numpy.sum, (BIG,), {}),
+    (numpy.sum, ([1, 2, 3],), {}),
+]
+
+STATES = ["off", "numpy", "emulated", "opencl", "cupy"]
+
+
+def _context(state: str):
+    if state == "off":
+        return npgpu.disable()
+    reason = npgpu.backends.unavailable_reason(state)
+    if reason:
+        pytest.skip(reason)
+    return npgpu.enable(state, threshold=16 << 10)
+
+
+def _outcome(wrapper, args, kwargs):
+    """What a call gives: (type, dtype, shape, values) or (exception type, message)."""
+    try:
+        result = wrapper(*args, **kwargs)
+    except Exception as exc:  # the outcome compared, NumPy's own error included
+        return ("raised", type(exc), str(exc))
+    if isinstance(result, tuple):
+        return tuple(_summary(r) for r in result)
+    return _summary(result)
+
+
+def _summary(result):
+    host = numpy.asarray(result)
+    values = host.tolist() if host.dtype != object else repr(host)
+    return (type(result), host.dtype, host.shape, values)
+
+
+def _report_of(func):
+    entry = npgpu.report().as_dict()["functions"].get(func.__name__)
+    return {k: entry[k] for k in ("device", "host", "fallback")} if entry else None
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize(("func", "args", "kwargs"), CALLS, ids=lambda v: getattr(v, "__name__", None))
+def test_native_wrapper_matches_python_wrapper(state, func, args, kwargs):
+    native = _namespace._wrapper(func, "npgpu", native=True)
+    python = _namespace._wrapper(func, "npgpu", native=False)
+    assert type(native).__module__ == "npgpu._speedups" and inspect.isfunction(python)
+    with _context(state), numpy.errstate(all="ignore"):
+        npgpu.report(reset=True)
+        got = _outcome(native, args, kwargs)
+        got_counts = _report_of(func)
+        npgpu.report(reset=True)
+        expected = _outcome(python, args, kwargs)
+        expected_counts = _report_of(func)
+        npgpu.sync()
+    assert got == expected
+    assert got_counts == expected_counts
+
+
+def test_namespace_uses_the_native_wrappers():
+    for func in (npgpu.where, npgpu.zeros, npgpu.asarray, npgpu.sum):
+        assert type(func).__module__ == "npgpu._speedups"
+
+
+def test_wrappers_look_like_the_functions_they_wrap():
+    for name in ("where", "clip", "zeros", "arange", "asarray", "sum", "max"):
+        wrapper, func = getattr(npgpu, name), getattr(numpy, name)
+        assert wrapper.__wrapped__ is func
+        assert wrapper.__name__ == wrapper.__qualname__ == func.__name__
+        assert wrapper.__doc__ == func.__doc__
+        assert wrapper.__module__ == "npgpu"
+        assert repr(wrapper).startswith(f"<function {func.__name__} at 0x")
+        assert pickle.loads(pickle.dumps(wrapper)) is wrapper
+    assert inspect.signature(npgpu.clip) == inspect.signature(numpy.clip)
+
+
+def test_wrapper_stored_on_a_class_binds_like_a_function():
+    python = _namespace._wrapper(numpy.asarray, "npgpu", native=False)
+
+    class Holder:
+        native_method = npgpu.asarray
+        python_method = python
+
+        def __array__(self, dtype=None, copy=None):
+            return numpy.arange(3.0)
+
+    h = Holder()
+    numpy.testing.assert_array_equal(h.native_method(), h.python_method())
+    assert Holder.native_method is npgpu.asarray
+
+
+def test_counter_cell():
+    cell = _namespace._speedups.Counter()
+    assert (len(cell), cell[0]) == (1, 0)
+    cell[0] = 5
+    assert cell[0] == 5
+    cell[0] += 1
+    assert cell[0] == 6
+    with pytest.raises(IndexError):
+        cell[1]
+    with pytest.raises(TypeError):
+        cell[0] = "x"
+
+
+def test_wrapper_rejects_a_bad_kind():
+    sp = _namespace._speedups
+    with pytest.raises(ValueError):
+        sp.Wrapper(99, numpy.sum, numpy.sum, numpy.sum, sp.Counter())
+    with pytest.raises(TypeError):
+        sp.Wrapper(sp.FUNCTION, numpy.sum, numpy.sum, numpy.sum, [0])
+
+
+def test_threads_with_different_states_each_get_their_own():
+    """The C side remembers the last State it read: threads alternating between an enabled
+    and a disabled context must each still see their own."""
+    errors: list[str] = []
+
+    def work(enabled: bool) -> None:
+        ctx = npgpu.enable("emulated", threshold=16) if enabled else npgpu.disable()
+        with ctx:
+            for _ in range(2000):
+                on_device = type(npgpu.zeros(64)) is not numpy.ndarray
+                if on_device != enabled:
+                    errors.append(f"enabled={enabled} got a {'device' if on_device else 'host'} array")
+                    return
+
+    threads = [threading.Thread(target=work, args=(i % 2 == 0,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_pure_python_switch():
+    code = "import npgpu, numpy; print(npgpu.native_wrappers(), npgpu.sum(numpy.arange(4)), type(npgpu.sum).__name__)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NPGPU_")}
+    env["NPGPU_PURE_PYTHON"] = "1"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["False", "6", "function"]
