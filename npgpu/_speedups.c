@@ -20,6 +20,13 @@
 #include <structmember.h>
 #include <limits.h>
 
+/* NumPy's C API, for an exact ndarray's byte count without making a Python int (built against
+ * NumPy >= 2.0, which is what npgpu requires at run time). */
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL npgpu_speedups_ARRAY_API
+#include <numpy/arrayobject.h>
+
 enum { FUNCTION = 0, CREATION = 1, CONSTRUCTOR = 2, REDUCTION = 3 };
 enum { SIZE_NONE = 0, SIZE_SHAPE_FIRST = 1, SIZE_ARANGE = 2, SIZE_SQUARE = 3, SIZE_NUM_THIRD = 4 };
 
@@ -214,9 +221,14 @@ state_fields(void)
     return &g_fields;
 }
 
+/* nbytes of an ndarray: exact ndarrays (the host_bytes scan, the constructors' results) through
+ * NumPy's C API; anything else through its attribute. -2 with an exception on error. */
 static long long
 array_nbytes(PyObject *array)
 {
+    if (Py_TYPE(array) == &PyArray_Type) {
+        return (long long)PyArray_NBYTES((PyArrayObject *)array);
+    }
     PyObject *value = PyObject_GetAttr(array, s_nbytes);
     if (value == NULL) {
         return -2;
@@ -821,6 +833,7 @@ static struct PyModuleDef speedups_module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    import_array();
     if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CounterType) < 0) {
         return NULL;
     }
