@@ -64,7 +64,9 @@ if not os.environ.get("NPGPU_PURE_PYTHON"):
     except ImportError:  # a source tree or an install without a C compiler: the Python wrappers
         _speedups = None
     else:
-        _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype, tuple(_HOST_SCALARS),
+        _common = (float, int, bool, type(None), str)  # scanned in this order: the commonest first
+        _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype,
+                            _common + tuple(t for t in _HOST_SCALARS if t not in _common),
                             _dispatch.function, _dispatch.place_constructed)
 
 

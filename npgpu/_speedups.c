@@ -332,8 +332,9 @@ call_dispatcher(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *
 }
 
 static PyObject *
-function_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+function_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    Wrapper *self = (Wrapper *)op;
     const Fields *fields = state_fields();
     if (fields == NULL) {
         return NULL;
@@ -465,8 +466,9 @@ creation_size(Wrapper *self, PyObject *const *args, Py_ssize_t nargs, PyObject *
 }
 
 static PyObject *
-creation_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+creation_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    Wrapper *self = (Wrapper *)op;
     const Fields *fields = state_fields();
     if (fields == NULL) {
         return NULL;
@@ -485,8 +487,9 @@ creation_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwn
 }
 
 static PyObject *
-constructor_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    Wrapper *self = (Wrapper *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     const Fields *fields = state_fields();
     if (fields == NULL) {
@@ -523,9 +526,9 @@ constructor_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *
         }
         goto routed;
     }
-    if (is_plain(t) || ((t == &PyList_Type || t == &PyTuple_Type) &&
-                        (PySequence_Fast_GET_SIZE(data) == 0 ||
-                         is_plain(Py_TYPE(PySequence_Fast_GET_ITEM(data, 0)))))) {
+    if ((t == &PyList_Type || t == &PyTuple_Type)
+            ? (PySequence_Fast_GET_SIZE(data) == 0 || is_plain(Py_TYPE(PySequence_Fast_GET_ITEM(data, 0))))
+            : is_plain(t)) {
         PyObject *host = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
         if (host == NULL) {
             goto done;
@@ -570,8 +573,9 @@ done:
 }
 
 static PyObject *
-reduction_call(Wrapper *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+reduction_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    Wrapper *self = (Wrapper *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *axis = Py_None;
@@ -613,22 +617,6 @@ routed:
 }
 
 static PyObject *
-wrapper_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Wrapper *self = (Wrapper *)op;
-    switch (self->kind) {
-    case CREATION:
-        return creation_call(self, args, nargsf, kwnames);
-    case CONSTRUCTOR:
-        return constructor_call(self, args, nargsf, kwnames);
-    case REDUCTION:
-        return reduction_call(self, args, nargsf, kwnames);
-    default:
-        return function_call(self, args, nargsf, kwnames);
-    }
-}
-
-static PyObject *
 wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *keywords[] = {"kind", "func", "impl", "routed", "counter", "fast", "size_mode", "reduce",
@@ -651,7 +639,9 @@ wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (self == NULL) {
         return NULL;
     }
-    self->vectorcall = wrapper_vectorcall;
+    /* each kind's call path is the vectorcall itself: no switch per call */
+    static const vectorcallfunc paths[] = {function_call, creation_call, constructor_call, reduction_call};
+    self->vectorcall = paths[kind];
     self->kind = kind;
     self->fast = fast;
     self->size_mode = size_mode;
