@@ -511,5 +511,5 @@ def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options
 __all__ = ["function", "ufunc", "to_host", "to_host_tree", "upload", "wrap"]
 
 _array_module._dispatch = sys.modules[__name__]
-_array_module._record_binary, _array_module._record_unary = _lazy.record_binary, _lazy.record_unary
+_array_module._record_binary, _array_module._record_unary = _lazy.fast_record_binary, _lazy.fast_record_unary
 _array_module._LOOPS = _LOOPS

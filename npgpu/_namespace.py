@@ -7,7 +7,6 @@ and go through the dispatcher when it is on; types, dtypes and constants are Num
 from __future__ import annotations
 
 import math
-import os
 import sys
 import types
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy
 
-from . import _config, _dispatch, _placement, _report
+from . import _config, _dispatch, _native, _placement, _report
 from ._array import DeviceArray
 
 _state_get = _config._state.get
@@ -57,17 +56,12 @@ _SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
 
 # The wrappers' per-call check in C (npgpu/_speedups.c), when it was built: the same decisions as
 # the Python wrappers below, which stay the reference and the fallback (NPGPU_PURE_PYTHON=1).
-_speedups: Any = None
-if not os.environ.get("NPGPU_PURE_PYTHON"):
-    try:
-        from . import _speedups
-    except ImportError:  # a source tree or an install without a C compiler: the Python wrappers
-        _speedups = None
-    else:
-        _common = (float, int, bool, type(None), str)  # scanned in this order: the commonest first
-        _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype,
-                            _common + tuple(t for t in _HOST_SCALARS if t not in _common),
-                            _dispatch.function, _dispatch.place_constructed)
+_speedups: Any = _native.speedups
+if _speedups is not None:
+    _common = (float, int, bool, type(None), str)  # scanned in this order: the commonest first
+    _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype,
+                        _common + tuple(t for t in _HOST_SCALARS if t not in _common),
+                        _dispatch.function, _dispatch.place_constructed)
 
 
 def _cell(native: bool) -> Any:

@@ -806,9 +806,680 @@ configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The fusion recorder's hot paths (npgpu/fusion/lazy.py): record_binary, record_unary and the
+ * graph walk, in C. Each mirrors the Python function of the same name line for line; lazy.py
+ * keeps those as the reference and the fallback, and tests/test_speedups.py checks that both
+ * record the same graphs. The objects are lazy.py's own (DeviceArray, Pending, ScalarArg: Python
+ * classes with __slots__), read and written here through their slots' offsets.
+ * ------------------------------------------------------------------------------------------- */
+
+static PyTypeObject *r_array, *r_pending, *r_scalar_arg, *r_ref;
+static PyObject *r_forget;       /* the one weakref callback: _PendingArrays._dropped */
+static PyObject *r_refs;         /* _PendingArrays._refs: id -> _Ref */
+static PyObject *r_lazy_globals; /* lazy.py's globals: MAX_NODES is read per call (tests change it) */
+static PyObject *r_materialize;  /* lazy.materialize */
+static PyObject *r_zero, *r_one;
+static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
+
+enum { A_DATA, A_PENDING, A_BACKEND, A_SCALAR, A_COUNT };
+enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_COUNT };
+static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Store a new reference to value in a slot. */
+static inline void
+set_slot(PyObject *obj, Py_ssize_t off, PyObject *value)
+{
+    Py_XSETREF(SLOT(obj, off), Py_NewRef(value));
+}
+
+static int
+slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out)
+{
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s has no __slots__ entry %s", type->tp_name, name);
+        return -1;
+    }
+    *out = ((PyMemberDescrObject *)descr)->d_member->offset;
+    return 0;
+}
+
+static PyObject *
+configure_fusion(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *array, *pending, *scalar_arg, *ref, *forget, *refs, *globals, *materialize;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!O!O:configure_fusion", &PyType_Type, &array, &PyType_Type, &pending,
+                          &PyType_Type, &scalar_arg, &PyType_Type, &ref, &forget, &PyDict_Type, &refs,
+                          &PyDict_Type, &globals, &materialize)) {
+        return NULL;
+    }
+    static const char *array_slots[A_COUNT] = {"_data", "_pending", "_backend", "_scalar"};
+    static const char *pending_slots[P_COUNT] = {"ufunc", "loop", "operands", "shape", "dtype",
+                                                 "nodes", "consumers", "code", "lasti"};
+    for (int i = 0; i < A_COUNT; i++) {
+        if (slot_offset((PyTypeObject *)array, array_slots[i], &off_array[i]) < 0) {
+            return NULL;
+        }
+    }
+    for (int i = 0; i < P_COUNT; i++) {
+        if (slot_offset((PyTypeObject *)pending, pending_slots[i], &off_pending[i]) < 0) {
+            return NULL;
+        }
+    }
+    if (slot_offset((PyTypeObject *)scalar_arg, "value", &off_value) < 0 ||
+        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0) {
+        return NULL;
+    }
+    Py_XSETREF(r_array, (PyTypeObject *)Py_NewRef(array));
+    Py_XSETREF(r_pending, (PyTypeObject *)Py_NewRef(pending));
+    Py_XSETREF(r_scalar_arg, (PyTypeObject *)Py_NewRef(scalar_arg));
+    Py_XSETREF(r_ref, (PyTypeObject *)Py_NewRef(ref));
+    Py_XSETREF(r_forget, Py_NewRef(forget));
+    Py_XSETREF(r_refs, Py_NewRef(refs));
+    Py_XSETREF(r_lazy_globals, Py_NewRef(globals));
+    Py_XSETREF(r_materialize, Py_NewRef(materialize));
+    Py_RETURN_NONE;
+}
+
+/* A slot that Python code always sets; NULL with AttributeError when it isn't. */
+static PyObject *
+get_slot(PyObject *obj, Py_ssize_t off, const char *name)
+{
+    PyObject *value = SLOT(obj, off);
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%s'", Py_TYPE(obj)->tp_name, name);
+    }
+    return value;
+}
+
+static long
+long_slot(PyObject *obj, Py_ssize_t off, const char *name)
+{
+    PyObject *value = get_slot(obj, off, name);
+    return value == NULL ? -1 : PyLong_AsLong(value);
+}
+
+/* MAX_NODES as lazy.py has it now; -1 with an exception on error. */
+static long
+max_nodes(void)
+{
+    PyObject *value = PyDict_GetItemWithError(r_lazy_globals, s_max_nodes);
+    if (value == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "lazy.MAX_NODES is missing");
+        }
+        return -1;
+    }
+    return PyLong_AsLong(value);
+}
+
+/* A new Pending: Pending.__init__ of lazy.py. */
+static PyObject *
+new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape, long nodes, PyObject *frame)
+{
+    PyObject *nin = PyObject_GetAttr(ufunc, s_nin);
+    if (nin == NULL) {
+        return NULL;
+    }
+    PyObject *dtype = PyObject_GetItem(loop, nin);
+    Py_DECREF(nin);
+    if (dtype == NULL) {
+        return NULL;
+    }
+    PyObject *p = r_pending->tp_alloc(r_pending, 0);
+    PyObject *n = PyLong_FromLong(nodes);
+    if (p == NULL || n == NULL) {
+        Py_XDECREF(p);
+        Py_XDECREF(n);
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    set_slot(p, off_pending[P_UFUNC], ufunc);
+    set_slot(p, off_pending[P_LOOP], loop);
+    set_slot(p, off_pending[P_OPERANDS], operands);
+    set_slot(p, off_pending[P_SHAPE], shape);
+    Py_XSETREF(SLOT(p, off_pending[P_DTYPE]), dtype);
+    Py_XSETREF(SLOT(p, off_pending[P_NODES]), n);
+    set_slot(p, off_pending[P_CONSUMERS], r_zero);
+    if (frame == Py_None) {
+        set_slot(p, off_pending[P_CODE], Py_None);
+        return p;
+    }
+    PyObject *code = PyObject_GetAttr(frame, s_f_code);
+    PyObject *lasti = code == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
+    if (lasti == NULL) {
+        Py_XDECREF(code);
+        Py_DECREF(p);
+        return NULL;
+    }
+    Py_XSETREF(SLOT(p, off_pending[P_CODE]), code);
+    Py_XSETREF(SLOT(p, off_pending[P_LASTI]), lasti);
+    return p;
+}
+
+/* _new_pending of lazy.py: a device array whose value is pending (stolen), registered. */
+static PyObject *
+new_pending_array(PyObject *pending, PyObject *backend)
+{
+    PyObject *array = r_array->tp_alloc(r_array, 0);
+    if (array == NULL) {
+        Py_DECREF(pending);
+        return NULL;
+    }
+    PyObject *shape = SLOT(pending, off_pending[P_SHAPE]);
+    int empty = PyObject_Not(shape);
+    set_slot(array, off_array[A_DATA], Py_None);
+    Py_XSETREF(SLOT(array, off_array[A_PENDING]), pending);
+    set_slot(array, off_array[A_BACKEND], backend);
+    if (empty < 0) {
+        Py_DECREF(array);
+        return NULL;
+    }
+    set_slot(array, off_array[A_SCALAR], empty ? Py_True : Py_False);
+    PyObject *ref = PyObject_CallFunctionObjArgs((PyObject *)r_ref, array, r_forget, NULL);
+    PyObject *key = PyLong_FromVoidPtr(array);
+    if (ref == NULL || key == NULL || (set_slot(ref, off_key, key), PyDict_SetItem(r_refs, key, ref) < 0)) {
+        Py_XDECREF(ref);
+        Py_XDECREF(key);
+        Py_DECREF(array);
+        return NULL;
+    }
+    Py_DECREF(ref);
+    Py_DECREF(key);
+    return array;
+}
+
+/* x._pending or x._data: what knows x's dtype and shape (borrowed). */
+static PyObject *
+source_of(PyObject *x, PyObject **pending)
+{
+    *pending = SLOT(x, off_array[A_PENDING]);
+    if (*pending == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "DeviceArray without _pending");
+        return NULL;
+    }
+    if (*pending != Py_None) {
+        if (!Py_IS_TYPE(*pending, r_pending)) {
+            PyErr_SetString(PyExc_TypeError, "DeviceArray._pending is not a Pending");
+            return NULL;
+        }
+        return *pending;
+    }
+    *pending = NULL;
+    return get_slot(x, off_array[A_DATA], "_data");
+}
+
+/* source.dtype / source.shape: a Pending's slot, or the native array's attribute (new refs). */
+static PyObject *
+source_attr(PyObject *source, PyObject *pending, int which)
+{
+    if (pending != NULL) {
+        return Py_NewRef(get_slot(pending, off_pending[which], which == P_DTYPE ? "dtype" : "shape"));
+    }
+    return PyObject_GetAttr(source, which == P_DTYPE ? s_dtype : s_shape);
+}
+
+/* The loop cache's fusible entry for key (borrowed cached tuple), NULL when absent or not
+ * fusible (no exception), NULL with an exception on error. */
+static PyObject *
+fusible_loop(PyObject *loops, PyObject *key)
+{
+    PyObject *cached = PyDict_GetItemWithError(loops, key);
+    if (cached == NULL) {
+        return NULL;
+    }
+    PyObject *flag = PySequence_GetItem(cached, 2);
+    if (flag == NULL) {
+        return NULL;
+    }
+    int fusible = PyObject_IsTrue(flag);
+    Py_DECREF(flag);
+    if (fusible <= 0) {
+        return NULL;
+    }
+    return cached;
+}
+
+/* An operand's pending graph is read by a second graph: compute it once, here (lazy.record).
+ * Returns 1 when it was materialized, 0 when it is now marked consumed, -1 on error. */
+static int
+consume(PyObject *array, PyObject *pending)
+{
+    long consumers = long_slot(pending, off_pending[P_CONSUMERS], "consumers");
+    if (consumers == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (consumers) {
+        PyObject *done = PyObject_CallOneArg(r_materialize, array);
+        if (done == NULL) {
+            return -1;
+        }
+        Py_DECREF(done);
+        return 1;
+    }
+    set_slot(pending, off_pending[P_CONSUMERS], r_one);
+    return 0;
+}
+
+static PyObject *
+record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (r_array == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "npgpu._speedups.configure_fusion() was not called");
+        return NULL;
+    }
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "record_binary(ufunc, x, y, reflected, frame, loops)");
+        return NULL;
+    }
+    PyObject *ufunc = args[0], *x = args[1], *y = args[2], *frame = args[4], *loops = args[5];
+    if (!PyObject_TypeCheck(x, r_array)) {
+        PyErr_SetString(PyExc_TypeError, "record_binary: x must be a DeviceArray");
+        return NULL;
+    }
+    int reflected = PyObject_IsTrue(args[3]);
+    if (reflected < 0 || !PyDict_Check(loops)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "record_binary: loops must be a dict");
+        }
+        return NULL;
+    }
+    PyObject *backend = get_slot(x, off_array[A_BACKEND], "_backend");
+    PyObject *xp, *yp = NULL;
+    PyObject *xs = backend == NULL ? NULL : source_of(x, &xp);
+    if (xs == NULL) {
+        return NULL;
+    }
+    PyObject *result = NULL, *key = NULL, *xdtype = NULL, *xshape = NULL, *ydtype = NULL, *operand = NULL;
+    int scalar = Py_IS_TYPE(y, &PyFloat_Type);
+    xdtype = source_attr(xs, xp, P_DTYPE);
+    if (xdtype == NULL) {
+        goto done;
+    }
+    if (scalar) {
+        key = reflected ? PyTuple_Pack(4, ufunc, backend, (PyObject *)&PyFloat_Type, xdtype)
+                        : PyTuple_Pack(4, ufunc, backend, xdtype, (PyObject *)&PyFloat_Type);
+    }
+    else {
+        if (!Py_IS_TYPE(y, r_array) || SLOT(y, off_array[A_BACKEND]) != backend) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        PyObject *ys = source_of(y, &yp);
+        if (ys == NULL) {
+            goto done;
+        }
+        PyObject *yshape = source_attr(ys, yp, P_SHAPE);
+        xshape = yshape == NULL ? NULL : source_attr(xs, xp, P_SHAPE);
+        int differ = xshape == NULL ? -1 : PyObject_RichCompareBool(yshape, xshape, Py_NE);
+        Py_XDECREF(yshape);
+        if (differ) {
+            result = differ < 0 ? NULL : Py_NewRef(Py_None);
+            goto done;
+        }
+        ydtype = source_attr(ys, yp, P_DTYPE);
+        if (ydtype == NULL) {
+            goto done;
+        }
+        key = PyTuple_Pack(4, ufunc, backend, xdtype, ydtype);
+    }
+    if (key == NULL) {
+        goto done;
+    }
+    PyObject *cached = fusible_loop(loops, key);
+    if (cached == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *loop = PySequence_GetItem(cached, 0);
+    if (loop == NULL) {
+        goto done;
+    }
+    long limit = max_nodes();
+    long xnodes = xp == NULL ? 0 : long_slot(xp, off_pending[P_NODES], "nodes");
+    long ynodes = (yp == NULL || y == x) ? 0 : long_slot(yp, off_pending[P_NODES], "nodes");
+    if (PyErr_Occurred()) {
+        Py_DECREF(loop);
+        goto done;
+    }
+    long nodes = 1 + xnodes + ynodes;
+    if (nodes > limit) {
+        Py_DECREF(loop);
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (xshape == NULL && (xshape = source_attr(xs, xp, P_SHAPE)) == NULL) {
+        Py_DECREF(loop);
+        goto done;
+    }
+    /* (the Pending objects stay alive through x and y, and through xshape/xdtype held here) */
+    if (xp != NULL) {
+        int ran = consume(x, xp);
+        if (ran < 0) {
+            Py_DECREF(loop);
+            goto done;
+        }
+        if (ran) {
+            nodes -= xnodes;
+        }
+    }
+    if (scalar) {
+        PyObject *dt = PySequence_GetItem(loop, reflected ? 0 : 1);
+        PyObject *type = dt == NULL ? NULL : PyObject_GetAttr(dt, s_type);
+        Py_XDECREF(dt);
+        PyObject *value = type == NULL ? NULL : PyObject_CallOneArg(type, y);
+        Py_XDECREF(type);
+        operand = value == NULL ? NULL : r_scalar_arg->tp_alloc(r_scalar_arg, 0);
+        if (operand == NULL) {
+            Py_XDECREF(value);
+            Py_DECREF(loop);
+            goto done;
+        }
+        Py_XSETREF(SLOT(operand, off_value), value);
+    }
+    else {
+        operand = Py_NewRef(y);
+        if (yp != NULL && y != x) {
+            int ran = consume(y, yp);
+            if (ran < 0) {
+                Py_DECREF(loop);
+                goto done;
+            }
+            if (ran) {
+                nodes -= ynodes;
+            }
+        }
+    }
+    PyObject *operands = reflected ? PyTuple_Pack(2, operand, x) : PyTuple_Pack(2, x, operand);
+    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, xshape, nodes, frame);
+    Py_XDECREF(operands);
+    Py_DECREF(loop);
+    if (pending != NULL) {
+        result = new_pending_array(pending, backend);
+    }
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(xdtype);
+    Py_XDECREF(ydtype);
+    Py_XDECREF(xshape);
+    Py_XDECREF(operand);
+    return result;
+}
+
+static PyObject *
+record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (r_array == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "npgpu._speedups.configure_fusion() was not called");
+        return NULL;
+    }
+    if (nargs != 4 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "record_unary(ufunc, x, frame, loops: dict)");
+        return NULL;
+    }
+    PyObject *ufunc = args[0], *x = args[1], *frame = args[2], *loops = args[3];
+    if (!PyObject_TypeCheck(x, r_array)) {
+        PyErr_SetString(PyExc_TypeError, "record_unary: x must be a DeviceArray");
+        return NULL;
+    }
+    PyObject *backend = get_slot(x, off_array[A_BACKEND], "_backend");
+    PyObject *xp;
+    PyObject *xs = backend == NULL ? NULL : source_of(x, &xp);
+    if (xs == NULL) {
+        return NULL;
+    }
+    PyObject *result = NULL, *key = NULL, *shape = NULL, *loop = NULL;
+    PyObject *dtype = source_attr(xs, xp, P_DTYPE);
+    if (dtype == NULL || (key = PyTuple_Pack(3, ufunc, backend, dtype)) == NULL) {
+        goto done;
+    }
+    PyObject *cached = fusible_loop(loops, key);
+    if (cached == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    long nodes = 1;
+    if (xp != NULL) {
+        long xnodes = long_slot(xp, off_pending[P_NODES], "nodes");
+        long limit = max_nodes();
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+        nodes += xnodes;
+        if (nodes > limit) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if ((shape = source_attr(xs, xp, P_SHAPE)) == NULL || (loop = PySequence_GetItem(cached, 0)) == NULL) {
+        goto done;
+    }
+    if (xp != NULL) {
+        int ran = consume(x, xp);
+        if (ran < 0) {
+            goto done;
+        }
+        if (ran) {
+            nodes = 1;
+        }
+    }
+    PyObject *operands = PyTuple_Pack(1, x);
+    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, shape, nodes, frame);
+    Py_XDECREF(operands);
+    if (pending != NULL) {
+        result = new_pending_array(pending, backend);
+    }
+done:
+    Py_XDECREF(dtype);
+    Py_XDECREF(key);
+    Py_XDECREF(shape);
+    Py_XDECREF(loop);
+    return result;
+}
+
+/* The graph walk (_GraphState._walk of lazy.py). */
+typedef struct {
+    PyObject *signature; /* list of entries */
+    PyObject *inputs, *scalars, *pendings;
+    void **seen_keys;    /* ids already placed: a leaf's native or a pending array */
+    Py_ssize_t *seen_pos;
+    Py_ssize_t nseen, capacity;
+} Walk;
+
+static Py_ssize_t
+seen_get(Walk *w, void *key)
+{
+    for (Py_ssize_t i = 0; i < w->nseen; i++) {
+        if (w->seen_keys[i] == key) {
+            return w->seen_pos[i];
+        }
+    }
+    return -1;
+}
+
+static int
+seen_put(Walk *w, void *key, Py_ssize_t position)
+{
+    if (w->nseen == w->capacity) {
+        Py_ssize_t capacity = w->capacity ? 2 * w->capacity : 32;
+        void **keys = PyMem_Realloc(w->seen_keys, capacity * sizeof(void *));
+        if (keys == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->seen_keys = keys;
+        Py_ssize_t *pos = PyMem_Realloc(w->seen_pos, capacity * sizeof(Py_ssize_t));
+        if (pos == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->seen_pos = pos;
+        w->capacity = capacity;
+    }
+    w->seen_keys[w->nseen] = key;
+    w->seen_pos[w->nseen] = position;
+    w->nseen++;
+    return 0;
+}
+
+/* Append (tag, dtype of obj) to the signature; its position, or -1 on error. */
+static Py_ssize_t
+add_tagged(Walk *w, PyObject *tag, PyObject *obj)
+{
+    PyObject *dtype = PyObject_GetAttr(obj, s_dtype);
+    PyObject *entry = dtype == NULL ? NULL : PyTuple_Pack(2, tag, dtype);
+    Py_XDECREF(dtype);
+    if (entry == NULL || PyList_Append(w->signature, entry) < 0) {
+        Py_XDECREF(entry);
+        return -1;
+    }
+    Py_DECREF(entry);
+    return PyList_GET_SIZE(w->signature) - 1;
+}
+
+static Py_ssize_t
+walk_node(Walk *w, PyObject *x, int depth)
+{
+    if (depth > 1000) {
+        PyErr_SetString(PyExc_RecursionError, "pending graph too deep");
+        return -1;
+    }
+    PyObject *pending = get_slot(x, off_array[A_PENDING], "_pending");
+    if (pending != NULL && !Py_IS_TYPE(pending, r_pending)) {
+        PyErr_SetString(PyExc_TypeError, "walk: the root is not a pending array");
+        return -1;
+    }
+    PyObject *operands = pending == NULL ? NULL : get_slot(pending, off_pending[P_OPERANDS], "operands");
+    if (operands == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(operands)) {
+        PyErr_SetString(PyExc_TypeError, "Pending.operands is not a tuple");
+        return -1;
+    }
+    Py_INCREF(operands);
+    PyObject *refs = PyTuple_New(PyTuple_GET_SIZE(operands));
+    if (refs == NULL) {
+        Py_DECREF(operands);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(operands); i++) {
+        PyObject *o = PyTuple_GET_ITEM(operands, i);
+        Py_ssize_t position;
+        if (Py_IS_TYPE(o, r_scalar_arg)) {
+            PyObject *value = get_slot(o, off_value, "value");
+            if (value == NULL || PyList_Append(w->scalars, value) < 0 ||
+                (position = add_tagged(w, s_scalar, value)) < 0) {
+                goto error;
+            }
+        }
+        else {
+            if (!PyObject_TypeCheck(o, r_array)) {
+                PyErr_SetString(PyExc_TypeError, "a recorded operand is neither a DeviceArray nor a ScalarArg");
+                goto error;
+            }
+            PyObject *inner = get_slot(o, off_array[A_PENDING], "_pending");
+            if (inner == NULL) {
+                goto error;
+            }
+            if (inner != Py_None && !Py_IS_TYPE(inner, r_pending)) {
+                PyErr_SetString(PyExc_TypeError, "DeviceArray._pending is not a Pending");
+                goto error;
+            }
+            if (inner == Py_None) { /* a leaf, by its native (two views of one native are one input) */
+                PyObject *data = get_slot(o, off_array[A_DATA], "_data");
+                if (data == NULL) {
+                    goto error;
+                }
+                position = seen_get(w, data);
+                if (position < 0) {
+                    if (PyList_Append(w->inputs, data) < 0 || (position = add_tagged(w, s_input, data)) < 0 ||
+                        seen_put(w, data, position) < 0) {
+                        goto error;
+                    }
+                }
+            }
+            else {
+                position = seen_get(w, o);
+                if (position < 0 && (position = walk_node(w, o, depth + 1)) < 0) {
+                    goto error;
+                }
+            }
+        }
+        PyObject *index = PyLong_FromSsize_t(position);
+        if (index == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(refs, i, index);
+    }
+    PyObject *ufunc = get_slot(pending, off_pending[P_UFUNC], "ufunc");
+    PyObject *loop = ufunc == NULL ? NULL : get_slot(pending, off_pending[P_LOOP], "loop");
+    PyObject *entry = loop == NULL ? NULL : PyTuple_Pack(3, ufunc, loop, refs);
+    if (entry == NULL || PyList_Append(w->signature, entry) < 0 || PyList_Append(w->pendings, pending) < 0) {
+        Py_XDECREF(entry);
+        goto error;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(refs);
+    Py_DECREF(operands);
+    Py_ssize_t position = PyList_GET_SIZE(w->signature) - 1;
+    return seen_put(w, x, position) < 0 ? -1 : position;
+error:
+    Py_DECREF(refs);
+    Py_DECREF(operands);
+    return -1;
+}
+
+/* walk(root, out_dtype) -> (key, inputs, scalars, pendings): key is the signature plus out_dtype. */
+static PyObject *
+walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (r_array == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "npgpu._speedups.configure_fusion() was not called");
+        return NULL;
+    }
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], r_array)) {
+        PyErr_SetString(PyExc_TypeError, "walk(root: DeviceArray, out_dtype)");
+        return NULL;
+    }
+    Walk w = {PyList_New(0), PyList_New(0), PyList_New(0), PyList_New(0), NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+    if (w.signature != NULL && w.inputs != NULL && w.scalars != NULL && w.pendings != NULL &&
+        walk_node(&w, args[0], 0) >= 0 && PyList_Append(w.signature, args[1]) == 0) {
+        PyObject *key = PyList_AsTuple(w.signature);
+        if (key != NULL) {
+            result = PyTuple_Pack(4, key, w.inputs, w.scalars, w.pendings);
+            Py_DECREF(key);
+        }
+    }
+    Py_XDECREF(w.signature);
+    Py_XDECREF(w.inputs);
+    Py_XDECREF(w.scalars);
+    Py_XDECREF(w.pendings);
+    PyMem_Free(w.seen_keys);
+    PyMem_Free(w.seen_pos);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(state_var, config_dict, ndarray, dtype, plain_types, dispatch_function, place_constructed)"},
+    {"configure_fusion", configure_fusion, METH_VARARGS,
+     "configure_fusion(DeviceArray, Pending, ScalarArg, Ref, forget, refs, lazy_globals, materialize)"},
+    {"record_binary", (PyCFunction)(void (*)(void))record_binary, METH_FASTCALL,
+     "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
+    {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
+     "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
+    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
+     "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -839,6 +1510,18 @@ PyInit__speedups(void)
     INTERN(s_num, "num");
     INTERN(s_axis, "axis");
     INTERN(s_is_host, "is_host");
+    INTERN(s_max_nodes, "MAX_NODES");
+    INTERN(s_dtype, "dtype");
+    INTERN(s_shape, "shape");
+    INTERN(s_nin, "nin");
+    INTERN(s_type, "type");
+    INTERN(s_input, "input");
+    INTERN(s_scalar, "scalar");
+    INTERN(s_f_code, "f_code");
+    INTERN(s_f_lasti, "f_lasti");
+    if ((r_zero = PyLong_FromLong(0)) == NULL || (r_one = PyLong_FromLong(1)) == NULL) {
+        return NULL;
+    }
 #undef INTERN
     PyObject *m = PyModule_Create(&speedups_module);
     if (m == NULL) {

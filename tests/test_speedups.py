@@ -246,3 +246,106 @@ def test_pure_python_switch():
     env["NPGPU_PURE_PYTHON"] = "1"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.split() == ["False", "6", "function"]
+
+
+# -- the fusion recorder ---------------------------------------------------------------------
+
+EXPRESSIONS = {
+    "e8": lambda xp, a, b, c: ((a * b + c) * a - b) / (c + 1.5) + xp.sqrt(xp.abs(a)) * 0.5 - xp.exp(-b),
+    "reflected floats": lambda xp, a, b, c: 2.0 * a - b / 3.0 + (1.5 - c),
+    "same operand twice": lambda xp, a, b, c: a * a + a,
+    "python int": lambda xp, a, b, c: (a + 1) * 2,
+    "unary chain": lambda xp, a, b, c: -xp.sqrt(xp.abs(-(a - b))),
+    "views": lambda xp, a, b, c: a[::2] + b[1::2] * 2.0,
+    "broadcast": lambda xp, a, b, c: a * c[:1] + b,
+    "mixed dtypes": lambda xp, a, b, c: a.astype(xp.float32) * 2.0 + b,
+    "comparison": lambda xp, a, b, c: (a > b) & (c < 0.5),
+    "value read twice": lambda xp, a, b, c: (lambda t: (t + 1.0) * (t * 2.0))(a * b),
+    "long chain": lambda xp, a, b, c: _chain(a, 70),
+}
+
+
+def _chain(a, n):
+    for _ in range(n):
+        a = a + 1.0
+    return a
+
+
+@pytest.fixture(params=[True, False], ids=["native", "python"])
+def recorder(request):
+    from npgpu.fusion import lazy
+
+    lazy.use_native(request.param)
+    yield request.param
+    lazy.use_native(True)
+
+
+def _recorded(name, backend):
+    """E(a, b, c) recorded on ``backend``: (walk key by the Python walk, values, dtype, report)."""
+    from npgpu.fusion import lazy
+
+    rng = numpy.random.default_rng(7)
+    host = [rng.random(64) for _ in range(3)]
+    with npgpu.enable(backend, threshold=0):
+        npgpu.report(reset=True)
+        a, b, c = (npgpu.asarray(h) for h in host)
+        result = EXPRESSIONS[name](npgpu, a, b, c)
+        key = None
+        if result._pending is not None:
+            state = lazy._GraphState()
+            state._walk(result)
+            key = (tuple(state.signature), [p.nodes for p in state.pendings])
+        values = numpy.asarray(result)
+        counts = {k: v for k, v in npgpu.report().as_dict()["kernels"].items() if k != "fused_seconds"}
+    return key, values, counts
+
+
+@pytest.mark.parametrize("name", EXPRESSIONS)
+def test_native_recorder_records_what_the_python_one_does(device_backend, name):
+    from npgpu.fusion import lazy
+
+    reason = npgpu.backends.unavailable_reason(device_backend)
+    if reason:
+        pytest.skip(reason)
+    try:
+        lazy.use_native(False)
+        expected = _recorded(name, device_backend)
+        lazy.use_native(True)
+        assert lazy.fast_record_binary is _namespace._speedups.record_binary
+        got = _recorded(name, device_backend)
+    finally:
+        lazy.use_native(True)
+    assert got[0] == expected[0]
+    assert got[1].dtype == expected[1].dtype
+    numpy.testing.assert_array_equal(got[1], expected[1])
+    assert got[2] == expected[2]
+
+
+@pytest.mark.parametrize("name", EXPRESSIONS)
+def test_native_walk_matches_python_walk(recorder, name):
+    from npgpu.fusion import lazy
+
+    rng = numpy.random.default_rng(3)
+    with npgpu.enable("emulated", threshold=0):
+        a, b, c = (npgpu.asarray(rng.random(32)) for _ in range(3))
+        result = EXPRESSIONS[name](npgpu, a, b, c)
+        if result._pending is None:
+            pytest.skip("computed eagerly: nothing to walk")
+        python = lazy._GraphState()
+        python._walk(result)
+        key, inputs, scalars, pendings = _namespace._speedups.walk(result, numpy.dtype("f8"))
+        assert key == (*python.signature, numpy.dtype("f8"))
+        assert [id(x) for x in inputs] == [id(x) for x in python.inputs]
+        assert [(type(s), s) for s in scalars] == [(type(s), s) for s in python.scalars]
+        assert [id(p) for p in pendings] == [id(p) for p in python.pendings]
+        npgpu.sync()
+
+
+def test_recorder_rejects_what_is_not_a_device_array():
+    sp = _namespace._speedups
+    with pytest.raises(TypeError):
+        sp.record_binary(numpy.add, numpy.ones(3), 1.0, False, None, {})
+    with pytest.raises(TypeError):
+        sp.record_unary(numpy.negative, [1.0], None, {})
+    with pytest.raises(TypeError):
+        sp.walk(numpy.ones(3), numpy.dtype("f8"))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _report
+from .. import _native, _report
 from .._array import DeviceArray
 from . import ufuncs as _table
 from .ir import Graph, GraphBuilder, Node
@@ -308,13 +308,16 @@ class _GraphState:
 
     def graph(self, array: Any, out_dtype: numpy.dtype) -> Graph:
         """The graph computing pending ``array`` stored as ``out_dtype``; fills inputs and scalars."""
-        self._walk(array)
-        key = (*self.signature, out_dtype)
+        if _walk_native is not None:
+            key, self.inputs, self.scalars, self.pendings = _walk_native(array, out_dtype)
+        else:
+            self._walk(array)
+            key = (*self.signature, out_dtype)
         graph = _GRAPHS.get(key)
         if graph is None:
             builder = GraphBuilder()
             nodes: list[Node] = []
-            for entry in self.signature:
+            for entry in key[:-1]:
                 if entry[0] == "input":
                     nodes.append(builder.input(entry[1]))
                 elif entry[0] == "scalar":
@@ -464,3 +467,29 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     _report.record(getattr(numpy, func_name), "device")
     _launch_stats(state, 0, started)
     return native
+
+
+# The C versions of record_binary, record_unary and the graph walk (npgpu/_speedups.c), which
+# the hot paths use when the extension is built; the Python functions above are the reference.
+_walk_native: Any = None
+fast_record_binary: Any = record_binary
+fast_record_unary: Any = record_unary
+
+
+def use_native(native: bool) -> None:
+    """Record (and walk graphs) with the C functions, or with the Python ones."""
+    global _walk_native, fast_record_binary, fast_record_unary
+    speedups = _native.speedups if native else None
+    if speedups is None:
+        _walk_native, fast_record_binary, fast_record_unary = None, record_binary, record_unary
+    else:
+        speedups.configure_fusion(DeviceArray, Pending, ScalarArg, _Ref, _forget, _refs, globals(), materialize)
+        _walk_native, fast_record_binary, fast_record_unary = (speedups.walk, speedups.record_binary,
+                                                               speedups.record_unary)
+    from .. import _array
+
+    if _array._record_binary is not None:  # (set by _dispatch at import, from these)
+        _array._record_binary, _array._record_unary = fast_record_binary, fast_record_unary
+
+
+use_native(True)
