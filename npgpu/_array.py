@@ -533,6 +533,7 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
 
     operator_method.__name__ = name
     operator_method.__qualname__ = f"DeviceArray.{name}"
+    operator_method._npgpu_operator = (0, uf)  # type: ignore[attr-defined]  (FastMethod kind, ufunc)
     return operator_method
 
 
@@ -552,6 +553,7 @@ def _direct_unary(uf: numpy.ufunc, name: str) -> Any:
 
     operator_method.__name__ = name
     operator_method.__qualname__ = f"DeviceArray.{name}"
+    operator_method._npgpu_operator = (1, uf)  # type: ignore[attr-defined]
     return operator_method
 
 
@@ -567,6 +569,27 @@ for _name, _uf in (("lt", numpy.less), ("le", numpy.less_equal), ("gt", numpy.gr
 for _name, _uf in (("neg", numpy.negative), ("pos", numpy.positive), ("abs", numpy.absolute),
                    ("invert", numpy.invert)):
     setattr(DeviceArray, f"__{_name}__", _direct_unary(_uf, f"__{_name}__"))
+
+# The Python methods that npgpu._speedups.FastMethod can front: name -> (method, kind, ufunc).
+_PYTHON_METHODS: dict[str, tuple[Any, int, Any]] = {"__array_ufunc__": (DeviceArray.__array_ufunc__, 2, None)}
+for _name in [n for n, m in vars(DeviceArray).items() if getattr(m, "_npgpu_operator", None)]:
+    _method = vars(DeviceArray)[_name]
+    _PYTHON_METHODS[_name] = (_method, _method._npgpu_operator[0], _method._npgpu_operator[1])
+
+
+def use_native_methods(speedups: Any) -> None:
+    """Front the operators and __array_ufunc__ with the C short road (``speedups``: the
+    extension module), or put the Python methods back (None)."""
+    if speedups is not None:
+        speedups.configure_methods(_code_kind, globals())
+    for name, (method, kind, uf) in _PYTHON_METHODS.items():
+        if speedups is None:
+            setattr(DeviceArray, name, method)
+            continue
+        fast = speedups.FastMethod(kind, uf, name.startswith("__r"), method)
+        fast.__name__, fast.__qualname__, fast.__doc__ = method.__name__, method.__qualname__, method.__doc__
+        fast.__wrapped__ = method
+        setattr(DeviceArray, name, fast)
 
 
 def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> Any:

@@ -42,6 +42,7 @@ static PyObject *g_place;            /* _dispatch.place_constructed(func, host, 
 static PyTypeObject *g_plain[MAX_PLAIN];
 static int g_nplain;
 
+static PyObject *s_fusion;
 static PyObject *s_default, *s_backend, *s_host_limit, *s_create_limit, *s_nbytes, *s_num, *s_axis,
     *s_is_host;
 
@@ -152,6 +153,7 @@ typedef struct {
     PyObject *backend; /* strong; Py_None when acceleration is off */
     long long host_limit;
     long long create_limit;
+    int fusion;        /* State.fusion */
 } Fields;
 static Fields g_fields;
 
@@ -206,7 +208,10 @@ state_fields(void)
     }
     long long host_limit = state_limit(state, s_host_limit);
     long long create_limit = host_limit == -1 && PyErr_Occurred() ? -1 : state_limit(state, s_create_limit);
-    if (create_limit == -1 && PyErr_Occurred()) {
+    PyObject *fusion_value = create_limit == -1 && PyErr_Occurred() ? NULL : PyObject_GetAttr(state, s_fusion);
+    int fusion = fusion_value == NULL ? -1 : PyObject_IsTrue(fusion_value);
+    Py_XDECREF(fusion_value);
+    if (fusion < 0) {
         Py_DECREF(backend);
         Py_DECREF(state);
         return NULL;
@@ -216,6 +221,7 @@ state_fields(void)
     g_fields.backend = backend;
     g_fields.host_limit = host_limit;
     g_fields.create_limit = create_limit;
+    g_fields.fusion = fusion;
     Py_XDECREF(old_backend);
     Py_XDECREF(old_state);
     return &g_fields;
@@ -1469,6 +1475,237 @@ walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * DeviceArray's operators (a * b, -a, ...) and __array_ufunc__ (np.sqrt(a)): the commonest call,
+ * a fusible ufunc of device arrays and floats from user code with fusion on, recorded here;
+ * anything else goes to the Python method, which makes the same checks again and does the rest
+ * (a declined recording changes nothing, so checking twice is safe). The recorder is read from
+ * _array's globals per call, as the Python methods read it.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { M_BINARY = 0, M_UNARY = 1, M_ARRAY_UFUNC = 2 };
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    int kind;
+    int reflected;
+    PyObject *ufunc;  /* the operator's ufunc (None for __array_ufunc__) */
+    PyObject *method; /* the Python method */
+    PyObject *dict;
+} FastMethod;
+
+static PyObject *m_code_kind;     /* _array._code_kind: code object -> 0/1/2 (2: user code) */
+static PyObject *m_array_globals; /* _array's globals */
+static PyObject *m_native_binary, *m_native_unary; /* this module's record_binary / record_unary */
+static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call;
+
+static PyObject *
+configure_methods(PyObject *module, PyObject *args)
+{
+    PyObject *code_kind, *globals;
+    if (!PyArg_ParseTuple(args, "O!O!:configure_methods", &PyDict_Type, &code_kind, &PyDict_Type, &globals)) {
+        return NULL;
+    }
+    PyObject *binary = PyObject_GetAttrString(module, "record_binary");
+    PyObject *unary = binary == NULL ? NULL : PyObject_GetAttrString(module, "record_unary");
+    if (unary == NULL) {
+        Py_XDECREF(binary);
+        return NULL;
+    }
+    Py_XSETREF(m_native_binary, binary);
+    Py_XSETREF(m_native_unary, unary);
+    Py_XSETREF(m_code_kind, Py_NewRef(code_kind));
+    Py_XSETREF(m_array_globals, Py_NewRef(globals));
+    Py_RETURN_NONE;
+}
+
+/* The calling frame (borrowed) when it runs user code, else NULL; *err set on error. */
+static PyObject *
+user_frame(int *err)
+{
+    *err = 0;
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) {
+        return NULL;
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *kind = PyDict_GetItemWithError(m_code_kind, (PyObject *)code);
+    Py_DECREF(code);
+    if (kind == NULL) {
+        *err = PyErr_Occurred() != NULL;
+        return NULL;
+    }
+    if (!PyLong_CheckExact(kind) || PyLong_AsLong(kind) != 2) {
+        *err = PyErr_Occurred() != NULL;
+        return NULL;
+    }
+    return (PyObject *)frame;
+}
+
+/* The recorder's answer for the short road: a new pending array, Py_None (declined), or NULL on
+ * error. args[nargs - 1] is filled in here with _array._LOOPS. */
+static PyObject *
+short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
+           PyObject *(*impl)(PyObject *, PyObject *const *, Py_ssize_t))
+{
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return NULL;
+    }
+    if (!fields->fusion || fields->backend == Py_None) {
+        return Py_NewRef(Py_None);
+    }
+    PyObject *record = PyDict_GetItemWithError(m_array_globals, name);
+    PyObject *loops = record == NULL ? NULL : PyDict_GetItemWithError(m_array_globals, s_loops);
+    if (loops == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "npgpu._array has no recorder or loop cache");
+        }
+        return NULL;
+    }
+    if (record == Py_None) {
+        return Py_NewRef(Py_None);
+    }
+    Py_INCREF(record);
+    Py_INCREF(loops);
+    args[nargs - 1] = loops;
+    PyObject *result = record == native ? impl(NULL, args, nargs) : PyObject_Vectorcall(record, args, nargs, NULL);
+    Py_DECREF(loops);
+    Py_DECREF(record);
+    return result;
+}
+
+static PyObject *
+fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FastMethod *self = (FastMethod *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int err = 0;
+    PyObject *frame = NULL, *result = NULL;
+    if (r_array == NULL || m_array_globals == NULL || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        goto python;
+    }
+    switch (self->kind) {
+    case M_BINARY:
+        /* x <op> y with y a device array or a float */
+        if (nargs == 2 && (Py_IS_TYPE(args[1], r_array) || Py_IS_TYPE(args[1], &PyFloat_Type)) &&
+            PyObject_TypeCheck(args[0], r_array) && (frame = user_frame(&err)) != NULL) {
+            PyObject *call[6] = {self->ufunc, args[0], args[1], self->reflected ? Py_True : Py_False, frame, NULL};
+            result = short_road(s_record_binary, m_native_binary, call, 6, record_binary);
+        }
+        break;
+    case M_UNARY:
+        if (nargs == 1 && PyObject_TypeCheck(args[0], r_array) && (frame = user_frame(&err)) != NULL) {
+            PyObject *call[4] = {self->ufunc, args[0], frame, NULL};
+            result = short_road(s_record_unary, m_native_unary, call, 4, record_unary);
+        }
+        break;
+    case M_ARRAY_UFUNC:
+        /* (self, ufunc, "__call__", self): np.sqrt(x) */
+        if (nargs == 4 && args[3] == args[0] && Py_IS_TYPE(args[0], r_array) && PyUnicode_Check(args[2]) &&
+            PyUnicode_Compare(args[2], s_call) == 0 && (frame = user_frame(&err)) != NULL) {
+            PyObject *call[4] = {args[1], args[0], frame, NULL};
+            result = short_road(s_record_unary, m_native_unary, call, 4, record_unary);
+        }
+        break;
+    }
+    if (err) {
+        return NULL;
+    }
+    if (frame != NULL) {
+        if (result == NULL || result != Py_None) {
+            return result;
+        }
+        Py_DECREF(result);
+    }
+python:
+    return PyObject_Vectorcall(self->method, args, nargsf, kwnames);
+}
+
+static PyObject *
+fast_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *keywords[] = {"kind", "ufunc", "reflected", "method", NULL};
+    int kind, reflected;
+    PyObject *ufunc, *method;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOpO:FastMethod", keywords, &kind, &ufunc, &reflected, &method)) {
+        return NULL;
+    }
+    if (kind < M_BINARY || kind > M_ARRAY_UFUNC || !PyCallable_Check(method)) {
+        PyErr_SetString(PyExc_ValueError, "FastMethod: unknown kind or method not callable");
+        return NULL;
+    }
+    FastMethod *self = (FastMethod *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = fast_method_call;
+    self->kind = kind;
+    self->reflected = reflected;
+    self->ufunc = Py_NewRef(ufunc);
+    self->method = Py_NewRef(method);
+    return (PyObject *)self;
+}
+
+static int
+fast_method_traverse(FastMethod *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->ufunc);
+    Py_VISIT(self->method);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+fast_method_clear(FastMethod *self)
+{
+    Py_CLEAR(self->ufunc);
+    Py_CLEAR(self->method);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+fast_method_dealloc(FastMethod *self)
+{
+    PyObject_GC_UnTrack(self);
+    fast_method_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+fast_method_repr(FastMethod *self)
+{
+    return PyUnicode_FromFormat("<npgpu fast method of %R>", self->method);
+}
+
+static PyMemberDef fast_method_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(FastMethod, dict), READONLY, NULL},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastMethod, vectorcall), READONLY, NULL},
+    {"_method", T_OBJECT, offsetof(FastMethod, method), READONLY, "the Python method it mirrors"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject FastMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npgpu._speedups.FastMethod",
+    .tp_basicsize = sizeof(FastMethod),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "FastMethod(kind, ufunc, reflected, method): a DeviceArray method whose commonest call records in C.",
+    .tp_new = fast_method_new,
+    .tp_dealloc = (destructor)fast_method_dealloc,
+    .tp_traverse = (traverseproc)fast_method_traverse,
+    .tp_clear = (inquiry)fast_method_clear,
+    .tp_repr = (reprfunc)fast_method_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(FastMethod, vectorcall),
+    .tp_dictoffset = offsetof(FastMethod, dict),
+    .tp_descr_get = wrapper_descr_get,
+    .tp_members = fast_method_members,
+    .tp_getset = wrapper_getset,
+};
+
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(state_var, config_dict, ndarray, dtype, plain_types, dispatch_function, place_constructed)"},
@@ -1478,6 +1715,7 @@ static PyMethodDef module_methods[] = {
      "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
      "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
+    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, array_globals)"},
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
      "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
@@ -1495,7 +1733,7 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     import_array();
-    if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CounterType) < 0) {
+    if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CounterType) < 0 || PyType_Ready(&FastMethodType) < 0) {
         return NULL;
     }
 #define INTERN(var, text)                          \
@@ -1510,6 +1748,11 @@ PyInit__speedups(void)
     INTERN(s_num, "num");
     INTERN(s_axis, "axis");
     INTERN(s_is_host, "is_host");
+    INTERN(s_fusion, "fusion");
+    INTERN(s_record_binary, "_record_binary");
+    INTERN(s_record_unary, "_record_unary");
+    INTERN(s_loops, "_LOOPS");
+    INTERN(s_call, "__call__");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");
     INTERN(s_shape, "shape");
@@ -1528,7 +1771,8 @@ PyInit__speedups(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Wrapper", (PyObject *)&WrapperType) < 0 ||
-        PyModule_AddObjectRef(m, "Counter", (PyObject *)&CounterType) < 0) {
+        PyModule_AddObjectRef(m, "Counter", (PyObject *)&CounterType) < 0 ||
+        PyModule_AddObjectRef(m, "FastMethod", (PyObject *)&FastMethodType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -1540,5 +1784,8 @@ PyInit__speedups(void)
     PyModule_AddIntConstant(m, "SIZE_ARANGE", SIZE_ARANGE);
     PyModule_AddIntConstant(m, "SIZE_SQUARE", SIZE_SQUARE);
     PyModule_AddIntConstant(m, "SIZE_NUM_THIRD", SIZE_NUM_THIRD);
+    PyModule_AddIntConstant(m, "M_BINARY", M_BINARY);
+    PyModule_AddIntConstant(m, "M_UNARY", M_UNARY);
+    PyModule_AddIntConstant(m, "M_ARRAY_UFUNC", M_ARRAY_UFUNC);
     return m;
 }

@@ -296,8 +296,10 @@ def _recorded(name, backend):
             state._walk(result)
             key = (tuple(state.signature), [p.nodes for p in state.pendings])
         values = numpy.asarray(result)
-        counts = {k: v for k, v in npgpu.report().as_dict()["kernels"].items() if k != "fused_seconds"}
-    return key, values, counts
+        report = npgpu.report().as_dict()
+        counts = {k: v for k, v in report["kernels"].items() if k != "fused_seconds"}
+        sites = {site: (c["device"], c["host"], c["fallback"]) for site, c in report["call_sites"].items()}
+    return key, values, counts, sites
 
 
 @pytest.mark.parametrize("name", EXPRESSIONS)
@@ -319,6 +321,15 @@ def test_native_recorder_records_what_the_python_one_does(device_backend, name):
     assert got[1].dtype == expected[1].dtype
     numpy.testing.assert_array_equal(got[1], expected[1])
     assert got[2] == expected[2]
+    assert got[3] == expected[3] and any("test_speedups.py" in site for site in got[3])
+
+
+def test_operators_are_fronted_in_c_only_with_the_native_recorder(recorder):
+    kinds = {type(vars(npgpu.DeviceArray)[name]).__name__ for name in ("__mul__", "__rsub__", "__neg__",
+                                                                      "__array_ufunc__")}
+    assert kinds == ({"FastMethod"} if recorder else {"function"})
+    a = npgpu.DeviceArray.__mul__
+    assert a.__name__ == "__mul__" and a.__qualname__ == "DeviceArray.__mul__"
 
 
 @pytest.mark.parametrize("name", EXPRESSIONS)

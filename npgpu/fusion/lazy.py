@@ -490,6 +490,7 @@ def use_native(native: bool) -> None:
 
     if _array._record_binary is not None:  # (set by _dispatch at import, from these)
         _array._record_binary, _array._record_unary = fast_record_binary, fast_record_unary
+    _array.use_native_methods(speedups)
 
 
 use_native(True)
