@@ -928,14 +928,18 @@ max_nodes(void)
 static PyObject *
 new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape, long nodes, PyObject *frame)
 {
-    PyObject *nin = PyObject_GetAttr(ufunc, s_nin);
-    if (nin == NULL) {
-        return NULL;
+    /* loop[ufunc.nin]: fusible ufuncs have one output, so it is the loop's last dtype */
+    PyObject *dtype;
+    if (PyTuple_CheckExact(loop) && PyTuple_GET_SIZE(loop) > 0) {
+        dtype = Py_NewRef(PyTuple_GET_ITEM(loop, PyTuple_GET_SIZE(loop) - 1));
     }
-    PyObject *dtype = PyObject_GetItem(loop, nin);
-    Py_DECREF(nin);
-    if (dtype == NULL) {
-        return NULL;
+    else {
+        PyObject *nin = PyObject_GetAttr(ufunc, s_nin);
+        dtype = nin == NULL ? NULL : PyObject_GetItem(loop, nin);
+        Py_XDECREF(nin);
+        if (dtype == NULL) {
+            return NULL;
+        }
     }
     PyObject *p = r_pending->tp_alloc(r_pending, 0);
     PyObject *n = PyLong_FromLong(nodes);
@@ -956,8 +960,18 @@ new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape
         set_slot(p, off_pending[P_CODE], Py_None);
         return p;
     }
-    PyObject *code = PyObject_GetAttr(frame, s_f_code);
-    PyObject *lasti = code == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
+    PyObject *code, *lasti;
+#if PY_VERSION_HEX >= 0x030B0000
+    if (PyFrame_Check(frame)) {
+        code = (PyObject *)PyFrame_GetCode((PyFrameObject *)frame);
+        lasti = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+    }
+    else
+#endif
+    {
+        code = PyObject_GetAttr(frame, s_f_code);
+        lasti = code == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
+    }
     if (lasti == NULL) {
         Py_XDECREF(code);
         Py_DECREF(p);
@@ -987,7 +1001,8 @@ new_pending_array(PyObject *pending, PyObject *backend)
         return NULL;
     }
     set_slot(array, off_array[A_SCALAR], empty ? Py_True : Py_False);
-    PyObject *ref = PyObject_CallFunctionObjArgs((PyObject *)r_ref, array, r_forget, NULL);
+    PyObject *ref_args[2] = {array, r_forget};
+    PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
     PyObject *key = PyLong_FromVoidPtr(array);
     if (ref == NULL || key == NULL || (set_slot(ref, off_key, key), PyDict_SetItem(r_refs, key, ref) < 0)) {
         Py_XDECREF(ref);
