@@ -70,7 +70,8 @@ def _cell(native: bool) -> Any:
 
 
 def native_wrappers() -> bool:
-    """Whether npgpu's functions make their small-call check in C (npgpu._speedups)."""
+    """Whether npgpu's C extension (npgpu._speedups) is in use: the functions' small-call check
+    and the fusion recorder's hot paths in C, rather than their Python versions."""
     return _speedups is not None
 
 
