@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 python3 -c "import numpy, cupy; print('numpy', numpy.__version__, 'cupy', cupy.__version__)" | tee -a "$OUT/gpu.txt"
 for step in "$@"; do
   case "$step" in
-    tests) timeout 420 python3 -m pytest tests -q -p no:cacheprovider -k "${PYTEST_K:-cupy}" 2>&1 \
+    tests) timeout 420 python3 -m pytest tests -q -p no:cacheprovider -k "${PYTEST_K-cupy}" 2>&1 \
              | tee "$OUT/tests.txt" | tail -40 ;;
     measure) timeout 300 python3 tools/measure_cupy.py 2>&1 | tee "$OUT/measure.txt" ;;
     *) bash -c "$step" 2>&1 | tee -a "$OUT/extra.txt" ;;
