@@ -305,3 +305,16 @@ def test_process_ending_with_work_queued_exits_cleanly(cl, pure):
     env = {**os.environ, "NPGPU_PURE_PYTHON": pure}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr[-2000:]
+
+
+def test_a_device_that_cannot_build_kernels_is_unavailable(cl, monkeypatch):
+    """A compiler that fails every build (PoCL's LLVM on a CPU it doesn't know) makes the
+    backend unavailable, saying why, and "auto" passes over it instead of failing."""
+    from npgpu.backends import resolve_auto, unavailable_reason
+
+    monkeypatch.setattr(OpenCLBackend, "_PROBE_SOURCE", "__kernel void broken( { }")
+    monkeypatch.setattr(OpenCLBackend, "_probed", {})
+    reason = unavailable_reason("opencl")
+    assert reason is not None and "can't build kernels here" in reason
+    monkeypatch.setattr(OpenCLBackend, "has_gpu", classmethod(lambda cls: True))
+    assert resolve_auto() != "opencl"

@@ -301,15 +301,41 @@ class OpenCLBackend(Backend):
         if device is None:
             device = os.environ.get("NPGPU_OPENCL_DEVICE") or None
         if device is None:
-            return None
+            return cls._build_failure(None)
         names = ", ".join(f"{i}: {d.name.strip()}" for i, d in enumerate(devices))
         if isinstance(device, int) or (isinstance(device, str) and device.isdigit()):
             if not 0 <= int(device) < len(devices):
                 return f"OpenCL device index {int(device)} is out of range: there are {len(devices)} ({names})"
-            return None
+            return cls._build_failure(int(device))
         if not any(str(device).lower() in d.name.lower() for d in devices):
             return f"no OpenCL device name contains {device!r} (devices: {names})"
-        return None
+        return cls._build_failure(device)
+
+    #: A kernel every OpenCL C compiler builds: if it fails, the device's compiler can't work here.
+    _PROBE_SOURCE = "__kernel void npgpu_probe(__global float *a) { a[get_global_id(0)] += 1.0f; }"
+    _probed: ClassVar[dict[Any, str | None]] = {}
+
+    @classmethod
+    def _build_failure(cls, device: int | str | None) -> str | None:
+        """Why the chosen device can't build a trivial kernel, or None; once per device.
+
+        PoCL 3.0's bundled LLVM 14 fails every build on CPUs it doesn't know (seen on an AMD
+        EPYC: "unknown target CPU 'generic'"); that is a backend that can't run here, said as
+        such, rather than a failure at the first array operation.
+        """
+        import pyopencl as cl
+
+        chosen = _choose_device(cl, device)
+        key = chosen.int_ptr
+        if key not in cls._probed:
+            try:
+                cl.Program(cl.Context([chosen]), cls._PROBE_SOURCE).build()
+                cls._probed[key] = None
+            except cl.Error as exc:  # the build (or context) failed; the message holds its log
+                log = " ".join(str(exc).split())
+                cls._probed[key] = (f"the OpenCL device {chosen.name.strip()!r} can't build kernels here: "
+                                    f"{log[:300]}")
+        return cls._probed[key]
 
     @classmethod
     def has_gpu(cls) -> bool:
