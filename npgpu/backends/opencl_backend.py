@@ -207,7 +207,8 @@ class OpenCLBackend(Backend):
 
         self._cl = cl
         self.device = _choose_device(cl, device)
-        self.context = cl.Context([self.device])
+        context = self._probe_contexts.pop(self.device.int_ptr, None)
+        self.context = context if context is not None else cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
         has_fp64 = "cl_khr_fp64" in self.device.extensions
         self.fp64 = has_fp64 if fp64 is None else (bool(fp64) and has_fp64)
@@ -314,6 +315,9 @@ class OpenCLBackend(Backend):
     #: A kernel every OpenCL C compiler builds: if it fails, the device's compiler can't work here.
     _PROBE_SOURCE = "__kernel void npgpu_probe(__global float *a) { a[get_global_id(0)] += 1.0f; }"
     _probed: ClassVar[dict[Any, str | None]] = {}
+    #: the probe's context per device, handed to the first backend made for it (a context costs
+    #: about a second on NVIDIA's OpenCL)
+    _probe_contexts: ClassVar[dict[Any, Any]] = {}
 
     @classmethod
     def _build_failure(cls, device: int | str | None) -> str | None:
@@ -329,8 +333,12 @@ class OpenCLBackend(Backend):
         key = chosen.int_ptr
         if key not in cls._probed:
             try:
-                cl.Program(cl.Context([chosen]), cls._PROBE_SOURCE).build()
+                context = cl.Context([chosen])
+                with warnings.catch_warnings():  # (a compiler's chatter about the probe is no news)
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    cl.Program(context, cls._PROBE_SOURCE).build(options=["-w"])
                 cls._probed[key] = None
+                cls._probe_contexts[key] = context
             except cl.Error as exc:  # the build (or context) failed; the message holds its log
                 log = " ".join(str(exc).split())
                 cls._probed[key] = (f"the OpenCL device {chosen.name.strip()!r} can't build kernels here: "
