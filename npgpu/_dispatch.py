@@ -12,7 +12,7 @@ from typing import Any
 import numpy
 
 from . import _array as _array_module
-from . import _config, _placement, _report
+from . import _config, _operands, _placement, _report
 from ._array import DeviceArray
 from ._fallback import fallback, run_on_host, to_host_tree
 from .fusion import lazy as _lazy
@@ -135,6 +135,17 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     backend = devices[0]._backend if devices else state.backend
     if backend is None or backend.is_host or not state.enabled:
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
+    if devices:  # lists and tuples that are array data become arrays, placed like any host operand
+        converted = _operands.function_arguments(func, args, kwargs)
+        if converted[0] is not args or converted[1] is not kwargs:
+            args, kwargs = converted
+            hosts = []
+            for value in args:
+                scan(value, [], hosts)
+            for value in kwargs.values():
+                scan(value, [], hosts)
+        if _host_out(kwargs):  # NumPy writes into it; a device call would write into an uploaded copy
+            return fallback(func, func, args, kwargs, mutated, state, reason="out= is a host array")
     if not devices and func in _CONSTRUCTORS:
         return _construct(func, args, kwargs, backend, state)
     if backend.prefers_host(func):
@@ -238,6 +249,11 @@ def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[D
         if isinstance(o, DeviceArray):
             mutated.append(o)
     return mutated
+
+
+def _host_out(kwargs: dict[str, Any]) -> bool:
+    out = kwargs.get("out")
+    return out is not None and any(type(o) is numpy.ndarray for o in (out if isinstance(out, tuple) else (out,)))
 
 
 def _reason(func: Any, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any], backend: Any) -> str:
@@ -387,6 +403,17 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     hosts: list[numpy.ndarray] = []
     for value in inputs:
         scan(value, devices, hosts)
+    if devices or (out is not None and any(type(o) is DeviceArray for o in out)):
+        # every input of a ufunc is an array: lists and tuples are array data, uploaded like host arrays
+        converted = _operands.ufunc_inputs(inputs)
+        if converted is not inputs:
+            inputs = converted
+            hosts = []
+            for value in inputs:
+                scan(value, [], hosts)
+        if "where" in kwargs and _operands.is_data(kwargs["where"]):
+            kwargs = {**kwargs, "where": numpy.asarray(kwargs["where"])}
+            scan(kwargs["where"], [], hosts)
     out_devices: list[DeviceArray] = []
     out_hosts: list[numpy.ndarray] = []
     for value in out or ():

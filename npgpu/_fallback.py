@@ -83,13 +83,17 @@ def fallback(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: 
     notify(state, key, reason)
     _report.record(key, "fallback", reason=reason)
     result = run_on_host(key, call, args, kwargs, mutated, record=None)
-    return _place_result(result, state, args)
+    out = kwargs.get("out")
+    given = {id(o) for o in (out if isinstance(out, tuple) else (out,)) if o is not None}
+    return _place_result(result, state, args, given)
 
 
-def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> Any:
+def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], given: set[int] | None = None) -> Any:
+    """A host result where it belongs: large results of device inputs go back to the device,
+    except arrays the caller handed in (``out=``), which NumPy returns as they are."""
     from ._dispatch import scan, upload
 
-    if isinstance(result, DeviceArray):
+    if isinstance(result, DeviceArray) or (given and id(result) in given):
         return result
     if isinstance(result, numpy.ndarray) and result.dtype.kind in "biufc":
         devices: list[DeviceArray] = []
@@ -100,5 +104,5 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...]) -> A
             if backend.supports_dtypes((result.dtype,)):
                 return DeviceArray(upload(result, backend), backend)
     if isinstance(result, (tuple, list)):
-        return type(result)(_place_result(r, state, args) for r in result)
+        return type(result)(_place_result(r, state, args, given) for r in result)
     return result

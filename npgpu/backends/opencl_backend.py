@@ -157,6 +157,10 @@ def _weak_type(x: Any) -> Any:
 
 def _scalar_value(x: Any, dtype: numpy.dtype) -> numpy.generic:
     """A scalar converted the way NumPy converts it for a loop (OverflowError for bad Python ints)."""
+    if not isinstance(x, (*_PY_SCALARS, numpy.generic)):
+        # the core converts array data (lists, host arrays) to device arrays before a call: anything
+        # else here is a bug that must not turn into a kernel argument made of its first element
+        raise TypeError(f"opencl backend: a scalar operand was expected, not {type(x).__name__}")
     if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
         info = numpy.iinfo(dtype)
         if not info.min <= x <= info.max:
@@ -586,9 +590,9 @@ class OpenCLBackend(Backend):
             if ufunc.signature is not None:
                 return False
             where = kwargs.get("where", True)
-            if not (where is True or _native_or_device(where)):
+            if not (where is True or _array_operand(where)):
                 return False
-            if _native_or_device(where) and where.dtype != numpy.bool_:
+            if _array_operand(where) and where.dtype != numpy.bool_:
                 return False
             if len(dtypes) == ufunc.nin + ufunc.nout and all(isinstance(d, numpy.dtype) for d in dtypes):
                 loop = tuple(dtypes)
@@ -1530,7 +1534,13 @@ def _unwrap(x: Any) -> Any:
 
 
 def _native_or_device(x: Any) -> bool:
+    """An array on the device (a native, or an npgpu device array not yet unwrapped)."""
     return hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, (numpy.generic, numpy.ndarray))
+
+
+def _array_operand(x: Any) -> bool:
+    """An array operand: on the device, or a host array the core uploads before the call."""
+    return hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, numpy.generic)
 
 
 def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -1944,8 +1954,10 @@ def _supports_function(
         if func in (numpy.concatenate, numpy.stack) and target is not None and target.kind != "c":
             return False
         dtypes = ()
-    if any(isinstance(v, numpy.ndarray) for v in list(args) + list(kwargs.values())):
-        return False
+    if func in (numpy.split, numpy.array_split):
+        sections = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
+        if not isinstance(sections, (int, numpy.integer, list, tuple)):
+            return False  # split points are host values; an array of them is NumPy's to read
     for key in ("out", "where"):
         v = kwargs.get(key)
         if v is not None and v is not True and not _native_or_device(v):
@@ -1969,11 +1981,11 @@ def _supports_function(
             return False
     if func in (numpy.ndarray.__getitem__, numpy.ndarray.__setitem__):
         key = args[1] if len(args) > 1 else None
-        if not (_is_basic_key(key) or (_native_or_device(key) and key.dtype == numpy.bool_)):
+        if not (_is_basic_key(key) or (_array_operand(key) and key.dtype == numpy.bool_)):
             return False
         if func is numpy.ndarray.__setitem__ and len(args) > 2:
             v = args[2]
-            if not (isinstance(v, (int, float, bool, numpy.generic)) or _native_or_device(v)):
+            if not (isinstance(v, (int, float, bool, numpy.generic)) or _array_operand(v)):
                 return False
     if func is numpy.where and len(args) != 3:
         return False

@@ -1,0 +1,206 @@
+"""Array data given as Python sequences: which arguments of a call are arrays, and their conversion.
+
+``big[:3] + [1, 2, 3]`` or ``np.where(mask, [1, 2, 3], 0)`` hand a device call a list that is
+array data, not a scalar and not a shape. Before such a call reaches a backend, every list,
+tuple or foreign array-like in an argument NumPy treats as an array becomes a host
+``numpy.ndarray`` (NumPy's own conversion, so values and dtypes are NumPy's); placement then
+uploads it like any host operand. Which arguments are arrays is NumPy's own knowledge: the
+dispatcher NumPy runs for ``__array_function__`` names them, and npgpu asks it (once per call
+shape) instead of keeping a table of parameter roles.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+import numpy
+
+from ._array import DeviceArray
+
+#: Operand types that are never converted: arrays and the scalars every backend takes as they are.
+_PLAIN = (int, float, complex, bool, numpy.generic, numpy.ndarray, type(None), str, bytes, slice, type(Ellipsis))
+
+#: Argument types that are never array data (checked first: the commonest arguments).
+_NEVER_DATA = frozenset({DeviceArray, int, float, bool, type(None), str, numpy.ndarray, numpy.dtype, type})
+
+#: Arguments NumPy's dispatchers list as relevant that are small host values, not array data:
+#: split points and tile counts (a backend takes them as Python sequences, never as device arrays).
+HOST_VALUES = frozenset({"indices_or_sections", "reps"})
+
+
+def is_data(x: Any) -> bool:
+    """Whether ``x`` is array data NumPy would convert: a list or tuple of numbers (or of such
+    sequences), or an object exposing ``__array__``, ``__array_interface__`` or a buffer."""
+    t = type(x)
+    if t is list or t is tuple:
+        return not x or not _holds_arrays(x)
+    if t is DeviceArray or isinstance(x, _PLAIN):
+        return False
+    if hasattr(t, "__array_ufunc__") or hasattr(t, "__array_function__"):
+        return False  # another array library's array (or one opting out): NumPy's protocols decide
+    return hasattr(x, "__array__") or hasattr(x, "__array_interface__") or isinstance(x, memoryview)
+
+
+def _holds_arrays(seq: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a sequence holds arrays (device or host) anywhere in it: then it is a sequence of
+    operands (``concatenate([a, b])``), not array data."""
+    for item in seq:
+        t = type(item)
+        if t is DeviceArray or t is numpy.ndarray:
+            return True
+        if (t is list or t is tuple) and _holds_arrays(item):
+            return True
+    return False
+
+
+def as_array(x: Any, dtype: Any = None) -> Any:
+    """``x`` as a host array when it is array data (NumPy's conversion), else ``x`` itself."""
+    return numpy.asarray(x, dtype=dtype) if is_data(x) else x
+
+
+def ufunc_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A ufunc's inputs with array data converted: every input of a ufunc is an array operand."""
+    if not any(map(is_data, inputs)):
+        return inputs
+    return tuple(numpy.asarray(x) if is_data(x) else x for x in inputs)
+
+
+def index_key(key: Any) -> Any:
+    """An index with its list components as host arrays (``a[[0, 2]]``, ``a[[True, False], 1]``)."""
+    if type(key) is tuple:
+        if any(type(k) is list for k in key):
+            return tuple(numpy.asarray(k) if type(k) is list else k for k in key)
+        return key
+    return numpy.asarray(key) if type(key) is list else key
+
+
+# -- NumPy functions: which arguments are arrays ----------------------------------------------
+
+class _Probed(Exception):
+    """Raised by a probe's ``__array_function__``: NumPy's dispatcher found these types relevant."""
+
+    def __init__(self, types: tuple[type, ...]) -> None:
+        super().__init__()
+        self.types = types
+
+
+def _probe_type(name: str) -> type:
+    def __array_function__(self: Any, func: Any, types: tuple[type, ...], args: Any, kwargs: Any) -> Any:
+        raise _Probed(types)
+
+    return type(name, (), {"__slots__": (), "__array_function__": __array_function__})
+
+
+_ARRAY_PROBE = _probe_type("array")  # stands in for the call's arrays, so some override always answers
+_probes: dict[Any, type] = {}
+_lock = threading.Lock()
+#: (function, argument layout) -> the data positions NumPy treats as arrays
+_roles: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _probe_for(position: Any) -> type:
+    probe = _probes.get(position)
+    if probe is None:
+        with _lock:
+            probe = _probes.setdefault(position, _probe_type(f"probe{position}"))
+    return probe
+
+
+def _kind(value: Any) -> Any:
+    """An argument's role in the layout of a call (the cache key of what NumPy said of it)."""
+    t = type(value)
+    if t is DeviceArray or t is numpy.ndarray:
+        return "array"
+    if (t is list or t is tuple) and value and _holds_arrays(value):
+        return (t, tuple(_kind(item) for item in value))
+    return "data" if is_data(value) else None
+
+
+def _stand_in(value: Any, kind: Any, position: Any, probes: list[Any]) -> Any:
+    """What the probe call passes for an argument: probes for arrays and array data."""
+    if kind == "array":
+        return _ARRAY_PROBE()
+    if kind == "data":
+        probes.append(position)
+        return _probe_for(position)()
+    if kind is None:
+        return value
+    return kind[0](_stand_in(item, k, (position, j), probes) for j, (item, k) in enumerate(zip(value, kind[1])))
+
+
+def _host_value_positions(func: Any) -> frozenset[Any]:
+    try:
+        names = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(p for i, name in enumerate(names) if name in HOST_VALUES for p in (i, name))
+
+
+def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The positions (index, keyword, or (index, item)) of the data arguments NumPy takes as arrays."""
+    kinds = tuple(_kind(a) for a in args)
+    kw_kinds = tuple((k, _kind(v)) for k, v in kwargs.items())
+    key = (func, kinds, kw_kinds)
+    found = _roles.get(key)
+    if found is not None:
+        return found
+    probes: list[Any] = []
+    stand_ins = [_stand_in(a, k, i, probes) for i, (a, k) in enumerate(zip(args, kinds))]
+    kw_stand_ins = {k: _stand_in(kwargs[k], kind, k, probes) for k, kind in kw_kinds}
+    relevant: tuple[type, ...] = ()
+    try:
+        func(*stand_ins, **kw_stand_ins)
+    except _Probed as probed:
+        relevant = probed.types
+    except (TypeError, ValueError, IndexError, AttributeError, KeyError):
+        pass  # the dispatcher itself rejects this call: the real call raises NumPy's error
+    host_values = _host_value_positions(func)
+    found = tuple(p for p in probes if _probe_for(p) in relevant
+                  and (p[0] if isinstance(p, tuple) else p) not in host_values)
+    _roles[key] = found
+    return found
+
+
+def function_arguments(func: Any, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args``/``kwargs`` of NumPy function (or ndarray method) ``func`` with their array data as
+    host arrays; unchanged (the same objects) when nothing needs converting."""
+    if func is numpy.ndarray.__setitem__ and len(args) == 3:
+        target, key, value = args
+        dtype = getattr(target, "dtype", None)
+        return (target, index_key(key), numpy.asarray(value, dtype=dtype) if is_data(value) else value), kwargs
+    if func is numpy.ndarray.__getitem__ and len(args) == 2:
+        return (args[0], index_key(args[1])), kwargs
+    if not hasattr(func, "_implementation"):  # not dispatched through __array_function__
+        return args, kwargs
+    for value in (*args, *kwargs.values()):
+        if type(value) not in _NEVER_DATA and _needs_look(value):
+            break
+    else:
+        return args, kwargs
+    positions = _array_positions(func, args, kwargs)
+    if not positions:
+        return args, kwargs
+    new_args = list(args)
+    new_kwargs = dict(kwargs)
+    for p in positions:
+        if isinstance(p, tuple):
+            i, j = p
+            container = new_args if isinstance(i, int) else new_kwargs
+            seq = list(container[i])
+            seq[j] = numpy.asarray(seq[j])
+            container[i] = type(container[i])(seq)
+        elif isinstance(p, int):
+            new_args[p] = numpy.asarray(new_args[p])
+        else:
+            new_kwargs[p] = numpy.asarray(new_kwargs[p])
+    return tuple(new_args), new_kwargs
+
+
+def _needs_look(value: Any) -> bool:
+    t = type(value)
+    if t is list or t is tuple:
+        return not value or not _holds_arrays(value) or any(is_data(item) for item in value)
+    return is_data(value)
