@@ -122,15 +122,14 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
-    __slots__ = ("_data", "_pending", "_backend", "_scalar", "__weakref__")
+    __slots__ = ("_data", "_pending", "_backend", "__weakref__")
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    def __init__(self, native: Any, backend: Any, scalar: bool = False) -> None:
+    def __init__(self, native: Any, backend: Any) -> None:
         self._data = native
         self._pending = None  # a recorded, not yet computed, elementwise expression
         self._backend = backend
-        self._scalar = scalar  # a 0-d result where NumPy would have returned a scalar
 
     @classmethod
     def pending(cls, expression: Any, backend: Any) -> DeviceArray:
@@ -139,7 +138,6 @@ class DeviceArray(NDArrayOperatorsMixin):
         array._data = None
         array._pending = expression
         array._backend = backend
-        array._scalar = len(expression.shape) == 0
         return array
 
     @property
@@ -465,8 +463,7 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     # -- printing, copying, pickling ----------------------------------------------------------
     def __repr__(self) -> str:
-        host = self.__array__()
-        return repr(host[()]) if self._scalar else repr(host)
+        return repr(self.__array__())
 
     def __str__(self) -> str:
         return str(self.__array__())
@@ -482,7 +479,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         return self.copy()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _rebuild, (self.__array__(), self._backend.name, self._scalar)
+        return _rebuild, (self.__array__(), self._backend.name)
 
 
 _OWN_TYPES = _OWN_TYPES | {DeviceArray}
@@ -593,10 +590,11 @@ def use_native_methods(speedups: Any) -> None:
 
 
 def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> Any:
+    # (``scalar``: pickles made before 0-d results became NumPy scalars; ignored)
     """Unpickle: back onto the same backend when it can run here, else a NumPy array."""
     from .backends import get_backend, unavailable_reason
 
     if unavailable_reason(backend_name) is not None:
         return host
     backend = get_backend(backend_name)
-    return DeviceArray(backend.from_host(host), backend, scalar)
+    return DeviceArray(backend.from_host(host), backend)

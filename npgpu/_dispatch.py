@@ -19,10 +19,15 @@ from .fusion import lazy as _lazy
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
 # Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
+# (tests/test_scalars.py checks each entry against NumPy itself)
 _ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray, numpy.copy,
-                              numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view, numpy.zeros, numpy.ones,
-                              numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like, numpy.empty_like,
-                              numpy.full_like, numpy.squeeze, numpy.transpose, numpy.ravel})
+                              numpy.ndarray.copy, numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view,
+                              numpy.zeros, numpy.ones, numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like,
+                              numpy.empty_like, numpy.full_like, numpy.squeeze, numpy.transpose, numpy.real,
+                              numpy.imag, numpy.where, numpy.roll, numpy.pad, numpy.broadcast_to,
+                              numpy.broadcast_arrays, numpy.tensordot, numpy.unique, numpy.fft.fftn, numpy.fft.ifftn,
+                              numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d, numpy.expand_dims,
+                              numpy.moveaxis, numpy.asfortranarray, numpy.copyto})
 # Functions (and ndarray methods) that write into their first argument.
 MUTATES_FIRST = frozenset({numpy.copyto, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal,
                            numpy.ndarray.__setitem__, numpy.ndarray.fill, numpy.ndarray.sort})
@@ -101,15 +106,29 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     return host
 
 
-def wrap(result: Any, backend: Any, func: Any) -> Any:
-    """Backend results -> device arrays; tuples/lists element by element; scalars as they are."""
+def wrap(result: Any, backend: Any, func: Any, scalars: bool = True) -> Any:
+    """Backend results -> device arrays; tuples/lists element by element; scalars as they are.
+
+    A 0-d result where NumPy returns a scalar (a full reduction, ``a[i]``, a ufunc of 0-d
+    operands) is read back as that NumPy scalar, so legacy code that rounds, formats, compares
+    or ``isinstance``-checks it behaves as with NumPy; ``scalars=False`` keeps 0-d arrays."""
     if backend.is_native(result):
-        return DeviceArray(result, backend, scalar=result.ndim == 0 and func not in _ARRAY_RESULT_0D)
+        if result.ndim == 0 and scalars and func not in _ARRAY_RESULT_0D:
+            return download_scalar(result, backend, func)
+        return DeviceArray(result, backend)
     if isinstance(result, tuple):
-        return tuple(wrap(r, backend, func) for r in result)
+        return tuple(wrap(r, backend, func, scalars) for r in result)
     if isinstance(result, list):
-        return [wrap(r, backend, func) for r in result]
+        return [wrap(r, backend, func, scalars) for r in result]
     return result
+
+
+def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
+    """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
+    start = time.perf_counter()
+    host = backend.to_host(native)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    return host[()]
 
 
 def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[numpy.dtype, ...]:
@@ -173,7 +192,15 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     out = kwargs.get("out")
     if isinstance(out, DeviceArray):
         return out
+    if func is numpy.ndarray.__getitem__:
+        return wrap(result, backend, func, scalars=not _keeps_dimensions(args[1]))
     return wrap(result, backend, func)
+
+
+def _keeps_dimensions(key: Any) -> bool:
+    """Whether an index gives a 0-d array rather than a scalar when it selects one element
+    (NumPy: an Ellipsis in the key keeps an array, ``a[0, ...]``; ``a[0]`` and ``a[()]`` don't)."""
+    return key is Ellipsis or (type(key) is tuple and any(k is Ellipsis for k in key))
 
 
 _FUSED_REDUCTIONS = {getattr(numpy, name): name for name in _lazy.REDUCTIONS}
@@ -358,8 +385,10 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             return NotImplemented
     if not same_shape:
         shape = _broadcast_check(inputs)
-    if fusion and fusible:
+    if fusion and fusible and shape:  # (a 0-d result is NumPy's scalar: computed at once, not recorded)
         return _lazy.record(uf, loop, inputs, backend, shape, frame)
+    if not supported:
+        return NotImplemented
     natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
     result = backend.call_ufunc(uf, "__call__", natives, {})
     if frame is None:

@@ -828,7 +828,7 @@ static PyObject *r_materialize;  /* lazy.materialize */
 static PyObject *r_zero, *r_one;
 static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
 
-enum { A_DATA, A_PENDING, A_BACKEND, A_SCALAR, A_COUNT };
+enum { A_DATA, A_PENDING, A_BACKEND, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_COUNT };
 static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key;
 
@@ -864,7 +864,7 @@ configure_fusion(PyObject *module, PyObject *args)
                           &PyDict_Type, &globals, &materialize)) {
         return NULL;
     }
-    static const char *array_slots[A_COUNT] = {"_data", "_pending", "_backend", "_scalar"};
+    static const char *array_slots[A_COUNT] = {"_data", "_pending", "_backend"};
     static const char *pending_slots[P_COUNT] = {"ufunc", "loop", "operands", "shape", "dtype",
                                                  "nodes", "consumers", "code", "lasti"};
     for (int i = 0; i < A_COUNT; i++) {
@@ -991,16 +991,9 @@ new_pending_array(PyObject *pending, PyObject *backend)
         Py_DECREF(pending);
         return NULL;
     }
-    PyObject *shape = SLOT(pending, off_pending[P_SHAPE]);
-    int empty = PyObject_Not(shape);
     set_slot(array, off_array[A_DATA], Py_None);
     Py_XSETREF(SLOT(array, off_array[A_PENDING]), pending);
     set_slot(array, off_array[A_BACKEND], backend);
-    if (empty < 0) {
-        Py_DECREF(array);
-        return NULL;
-    }
-    set_slot(array, off_array[A_SCALAR], empty ? Py_True : Py_False);
     PyObject *ref_args[2] = {array, r_forget};
     PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
     PyObject *key = PyLong_FromVoidPtr(array);
@@ -1179,6 +1172,12 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(loop);
         goto done;
     }
+    if (PyTuple_Check(xshape) && PyTuple_GET_SIZE(xshape) == 0) {
+        /* a 0-d result: NumPy returns a scalar, which the general path computes at once */
+        Py_DECREF(loop);
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     /* (the Pending objects stay alive through x and y, and through xshape/xdtype held here) */
     if (xp != NULL) {
         int ran = consume(x, xp);
@@ -1280,6 +1279,10 @@ record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     if ((shape = source_attr(xs, xp, P_SHAPE)) == NULL || (loop = PySequence_GetItem(cached, 0)) == NULL) {
+        goto done;
+    }
+    if (PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0) {
+        result = Py_NewRef(Py_None); /* a 0-d result is NumPy's scalar: see record_binary */
         goto done;
     }
     if (xp != NULL) {

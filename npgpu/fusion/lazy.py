@@ -155,7 +155,6 @@ def _new_pending(pending: Pending, backend: Any) -> Any:
     array._data = None
     array._pending = pending
     array._backend = backend
-    array._scalar = not pending.shape
     ref = _Ref(array, _forget)  # _pending.add(array), inlined
     ref.key = key = id(array)
     _refs[key] = ref
@@ -182,6 +181,8 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
         if ys.shape != xs.shape:
             return None
         key = (ufunc, backend, xs.dtype, ys.dtype)
+    if not xs.shape:
+        return None  # a 0-d result is NumPy's scalar: the general path computes it at once
     cached = loops.get(key)
     if cached is None or not cached[2]:
         return None
@@ -212,8 +213,8 @@ def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) 
     xp = x._pending
     xs = xp or x._data
     cached = loops.get((ufunc, backend, xs.dtype))
-    if cached is None or not cached[2]:
-        return None
+    if cached is None or not cached[2] or not xs.shape:
+        return None  # (not fusible, or a 0-d result: NumPy's scalar, computed at once)
     nodes = 1
     if xp is not None:
         nodes += xp.nodes
