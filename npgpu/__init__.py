@@ -17,8 +17,8 @@ from ._errors import BackendUnavailableError, FallbackError, FallbackWarning, Pe
 from ._report import Report, report
 
 globals().update(_namespace.mirror(_numpy, "npgpu", _namespace.numpy_dispatched()))
-ndarray = _namespace.ndarray
-ufunc = _namespace.ufunc
+ndarray = _numpy.ndarray  # NumPy's own classes: subclassing, views and type checks are NumPy's
+ufunc = _numpy.ufunc
 linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)
 fft = _namespace.submodule("npgpu.fft", _numpy.fft)
 random = _random.build()

@@ -122,20 +122,27 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
-    __slots__ = ("_data", "_pending", "_backend", "__weakref__")
+    __slots__ = ("_device_data", "_pending", "_backend", "__weakref__")
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
     def __init__(self, native: Any, backend: Any) -> None:
-        self._data = native
+        self._device_data = native
         self._pending = None  # a recorded, not yet computed, elementwise expression
         self._backend = backend
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105
+        """``numpy.ndarray``, so ``isinstance(x, np.ndarray)`` holds for device arrays (in user code,
+        NumPy's testing functions and libraries) as it does for NumPy's; ``type(x)`` is still
+        DeviceArray, and NumPy's C code, which checks types, never mistakes it for a host array."""
+        return numpy.ndarray
 
     @classmethod
     def pending(cls, expression: Any, backend: Any) -> DeviceArray:
         """A device array whose value is the recorded ``expression`` (computed on first need)."""
         array = cls.__new__(cls)
-        array._data = None
+        array._device_data = None
         array._pending = expression
         array._backend = backend
         return array
@@ -143,15 +150,15 @@ class DeviceArray(NDArrayOperatorsMixin):
     @property
     def _native(self) -> Any:
         """The backend array, computing a pending expression first."""
-        if self._data is None:
+        if self._device_data is None:
             from .fusion.lazy import materialize
 
             materialize(self)
-        return self._data
+        return self._device_data
 
     @_native.setter
     def _native(self, native: Any) -> None:
-        self._data = native
+        self._device_data = native
         self._pending = None
 
     # -- NumPy protocols ----------------------------------------------------------------------
@@ -210,7 +217,7 @@ class DeviceArray(NDArrayOperatorsMixin):
     def shape(self) -> tuple[int, ...]:
         if self._pending is not None:
             return self._pending.shape
-        return tuple(self._data.shape)
+        return tuple(self._device_data.shape)
 
     @shape.setter
     def shape(self, value: Any) -> None:
@@ -220,7 +227,7 @@ class DeviceArray(NDArrayOperatorsMixin):
     def dtype(self) -> numpy.dtype:
         if self._pending is not None:
             return self._pending.dtype
-        return self._data.dtype
+        return self._device_data.dtype
 
     @property
     def ndim(self) -> int:

@@ -349,7 +349,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
                 backend = x._backend
             elif x._backend is not backend:
                 return NotImplemented
-            operand = x._pending or x._data  # (a Pending is always true)
+            operand = x._pending or x._device_data  # (a Pending is always true)
             key.append(operand.dtype)
             if shape is None:
                 shape = operand.shape

@@ -15,37 +15,9 @@ from typing import Any
 import numpy
 
 from . import _config, _dispatch, _native, _placement, _report
-from ._array import DeviceArray
 
 _state_get = _config._state.get
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum))
-
-
-class _ArrayMeta(type):
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, (numpy.ndarray, DeviceArray))
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, (numpy.ndarray, DeviceArray))
-
-
-class ndarray(metaclass=_ArrayMeta):  # noqa: N801  (NumPy's name)
-    """``isinstance(x, npgpu.ndarray)`` is true for NumPy arrays and npgpu device arrays.
-
-    Calling it makes a NumPy array, as ``numpy.ndarray(shape, dtype, ...)`` does.
-    """
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> numpy.ndarray:  # type: ignore[misc]
-        return numpy.ndarray(*args, **kwargs)
-
-
-class _UfuncMeta(type):
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, (numpy.ufunc, Ufunc))
-
-
-class ufunc(metaclass=_UfuncMeta):  # noqa: N801  (NumPy's name)
-    """``isinstance(f, npgpu.ufunc)`` is true for NumPy's ufuncs and npgpu's wrappers of them."""
 
 
 _ndarray = numpy.ndarray
@@ -126,6 +98,12 @@ class Ufunc:
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._ufunc.__doc__
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105
+        """``numpy.ufunc``: ``isinstance(npgpu.matmul, np.ufunc)`` holds, as it does in NumPy
+        (``type()`` still tells the wrapper apart)."""
+        return numpy.ufunc
 
     @property
     def __wrapped__(self) -> numpy.ufunc:

@@ -864,7 +864,7 @@ configure_fusion(PyObject *module, PyObject *args)
                           &PyDict_Type, &globals, &materialize)) {
         return NULL;
     }
-    static const char *array_slots[A_COUNT] = {"_data", "_pending", "_backend"};
+    static const char *array_slots[A_COUNT] = {"_device_data", "_pending", "_backend"};
     static const char *pending_slots[P_COUNT] = {"ufunc", "loop", "operands", "shape", "dtype",
                                                  "nodes", "consumers", "code", "lasti"};
     for (int i = 0; i < A_COUNT; i++) {
@@ -1008,7 +1008,7 @@ new_pending_array(PyObject *pending, PyObject *backend)
     return array;
 }
 
-/* x._pending or x._data: what knows x's dtype and shape (borrowed). */
+/* x._pending or x._device_data: what knows x's dtype and shape (borrowed). */
 static PyObject *
 source_of(PyObject *x, PyObject **pending)
 {
@@ -1025,7 +1025,7 @@ source_of(PyObject *x, PyObject **pending)
         return *pending;
     }
     *pending = NULL;
-    return get_slot(x, off_array[A_DATA], "_data");
+    return get_slot(x, off_array[A_DATA], "_device_data");
 }
 
 /* source.dtype / source.shape: a Pending's slot, or the native array's attribute (new refs). */
@@ -1418,7 +1418,7 @@ walk_node(Walk *w, PyObject *x, int depth)
                 goto error;
             }
             if (inner == Py_None) { /* a leaf, by its native (two views of one native are one input) */
-                PyObject *data = get_slot(o, off_array[A_DATA], "_data");
+                PyObject *data = get_slot(o, off_array[A_DATA], "_device_data");
                 if (data == NULL) {
                     goto error;
                 }

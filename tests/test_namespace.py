@@ -41,6 +41,38 @@ def test_isinstance_ndarray_and_ufunc():
     assert isinstance(npgpu.sin, npgpu.ufunc) and isinstance(numpy.sin, npgpu.ufunc)
     assert npgpu.add.nin == 2 and npgpu.add.identity == 0 and repr(npgpu.add) == "<ufunc 'add'>"
     assert type(npgpu.ndarray((2, 3))) is numpy.ndarray
+    assert isinstance(device, numpy.ndarray) and not issubclass(npgpu.DeviceArray, numpy.ndarray)
+    assert isinstance(npgpu.matmul, numpy.ufunc) and type(npgpu.matmul) is not numpy.ufunc
+
+
+def test_ndarray_and_ufunc_are_numpys_classes():
+    # With npgpu off it is NumPy: subclassing, views of a subclass or of ndarray, the type checks
+    # NumPy's own tests make, and the ufunc class's methods called unbound.
+    assert npgpu.ndarray is numpy.ndarray and npgpu.ufunc is numpy.ufunc
+
+    class Sub(npgpu.ndarray):
+        pass
+
+    view = numpy.arange(3).view(Sub)
+    assert type(view) is Sub and isinstance(view, npgpu.ndarray)
+    assert type(view.view(npgpu.ndarray)) is npgpu.ndarray
+    assert type(npgpu.arange(3)) is npgpu.ndarray
+    assert npgpu.ufunc.reduce(npgpu.add, [1, 2, 3]) == 6
+
+
+def test_numpy_testing_accepts_device_arrays(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.arange(4.0)
+        for module in (numpy.testing, npgpu.testing):
+            module.assert_equal(a, [0.0, 1.0, 2.0, 3.0])
+            module.assert_array_equal(a, numpy.arange(4.0))
+            module.assert_almost_equal(a, [0.0, 1.0, 2.0, 3.0000001])
+            module.assert_allclose(a, numpy.arange(4.0))
+            module.assert_array_less(a, 5)
+            with pytest.raises(AssertionError):
+                module.assert_equal(a, [0.0, 1.0, 2.0, 4.0])
+            with pytest.raises(AssertionError):
+                module.assert_array_almost_equal(a, [0.0, 1.0, 2.5, 3.0])
 
 
 def test_ufuncs_are_numpys_own_objects_and_functions_are_wrapped():

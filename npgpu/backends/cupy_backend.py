@@ -103,7 +103,7 @@ class ArrayModuleBackend(Backend):
 
     # -- memory -------------------------------------------------------------
     def is_native(self, obj: Any) -> bool:
-        return isinstance(obj, self.xp.ndarray)
+        return issubclass(type(obj), self.xp.ndarray)  # (by type: a device array's __class__ says ndarray)
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         # Bounds overlap: exact for the views legacy code makes, never a false "no".

@@ -1535,12 +1535,13 @@ def _unwrap(x: Any) -> Any:
 
 def _native_or_device(x: Any) -> bool:
     """An array on the device (a native, or an npgpu device array not yet unwrapped)."""
-    return hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, (numpy.generic, numpy.ndarray))
+    # (by type: a device array's __class__ says numpy.ndarray, so isinstance would call it a host array)
+    return hasattr(x, "dtype") and hasattr(x, "shape") and not issubclass(type(x), (numpy.generic, numpy.ndarray))
 
 
 def _array_operand(x: Any) -> bool:
     """An array operand: on the device, or a host array the core uploads before the call."""
-    return hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, numpy.generic)
+    return hasattr(x, "dtype") and hasattr(x, "shape") and not issubclass(type(x), numpy.generic)
 
 
 def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:

@@ -152,7 +152,7 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
 def _new_pending(pending: Pending, backend: Any) -> Any:
     """A device array whose value is ``pending``, registered so writes and sync() find it."""
     array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
-    array._data = None
+    array._device_data = None
     array._pending = pending
     array._backend = backend
     ref = _Ref(array, _forget)  # _pending.add(array), inlined
@@ -168,7 +168,7 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
     dispatcher's cache). None when any of that isn't so: the general path then decides."""
     backend = x._backend
     xp = x._pending
-    xs = xp or x._data  # (a Pending is always true)
+    xs = xp or x._device_data  # (a Pending is always true)
     scalar = type(y) is float
     if scalar:
         yp = None
@@ -177,7 +177,7 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
         if type(y) is not DeviceArray or y._backend is not backend:
             return None
         yp = y._pending
-        ys = yp or y._data
+        ys = yp or y._device_data
         if ys.shape != xs.shape:
             return None
         key = (ufunc, backend, xs.dtype, ys.dtype)
@@ -211,7 +211,7 @@ def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) 
     """``record_binary``'s counterpart for ``ufunc(x)``."""
     backend = x._backend
     xp = x._pending
-    xs = xp or x._data
+    xs = xp or x._device_data
     cached = loops.get((ufunc, backend, xs.dtype))
     if cached is None or not cached[2] or not xs.shape:
         return None  # (not fusible, or a 0-d result: NumPy's scalar, computed at once)
@@ -288,7 +288,7 @@ class _GraphState:
                     refs.append(len(signature) - 1)
                     continue
                 if o._pending is None:  # a leaf, by its native (two views of one native are one input)
-                    data = o._data
+                    data = o._device_data
                     key = id(data)
                     position = seen.get(key)
                     if position is None:
@@ -350,7 +350,7 @@ def materialize(array: Any, out: Any = None) -> None:
     state = _GraphState()
     graph = state.graph(array, pending.dtype if out is None else out.dtype)
     result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
-    array._data = result
+    array._device_data = result
     array._pending = None
     _pending.discard(array)
     _launch_stats(state, result.nbytes, started)
@@ -363,7 +363,7 @@ def _reads(array: Any, test: Any) -> bool:
         x = stack.pop()
         pending = x._pending
         if pending is None:
-            if test(x._data):
+            if test(x._device_data):
                 return True
             continue
         stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
