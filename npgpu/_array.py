@@ -83,16 +83,25 @@ _OWN_TYPES = frozenset({int, float, complex, bool, numpy.float64, numpy.float32,
 
 
 class _Flags:
-    """The subset of ``ndarray.flags`` legacy code reads, computed from shape and strides."""
+    """``ndarray.flags`` of a device array: layout computed from shape and strides; ``writeable``
+    (attribute or item) reads and sets the array's own flag, as NumPy's does."""
 
     def __init__(self, array: DeviceArray) -> None:
+        self._array = array
         self.c_contiguous = _contiguous(array.shape, array.strides, array.itemsize, reverse=True)
         self.f_contiguous = _contiguous(array.shape, array.strides, array.itemsize, reverse=False)
         self.contiguous = self.c_contiguous
         self.fortran = self.f_contiguous and not self.c_contiguous
-        self.writeable = True
         self.aligned = True
         self.owndata = bool(getattr(array._native, "base", None) is None)
+
+    @property
+    def writeable(self) -> bool:
+        return not self._array._readonly
+
+    @writeable.setter
+    def writeable(self, value: Any) -> None:
+        self._array.setflags(write=value)
 
     _KEYS = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "CONTIGUOUS": "c_contiguous",
              "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous", "FORTRAN": "f_contiguous",
@@ -101,6 +110,11 @@ class _Flags:
 
     def __getitem__(self, key: str) -> bool:
         return getattr(self, self._KEYS[key.upper()])
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self._KEYS.get(key.upper()) != "writeable":
+            raise KeyError(f"npgpu device arrays can set only the WRITEABLE flag, not {key!r}")
+        self.writeable = value
 
     def __repr__(self) -> str:
         names = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED")
@@ -122,14 +136,16 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
-    __slots__ = ("_device_data", "_pending", "_backend", "__weakref__")
+    __slots__ = ("_device_data", "_pending", "_backend", "_base", "_readonly", "__weakref__")
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
-    def __init__(self, native: Any, backend: Any) -> None:
+    def __init__(self, native: Any, backend: Any, base: DeviceArray | None = None, readonly: bool = False) -> None:
         self._device_data = native
         self._pending = None  # a recorded, not yet computed, elementwise expression
         self._backend = backend
+        self._base = base  # the device array whose memory this one views (NumPy's ``base``), or None
+        self._readonly = readonly  # writes raise NumPy's ValueError
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105
@@ -145,6 +161,8 @@ class DeviceArray(NDArrayOperatorsMixin):
         array._device_data = None
         array._pending = expression
         array._backend = backend
+        array._base = None
+        array._readonly = False
         return array
 
     @property
@@ -252,6 +270,23 @@ class DeviceArray(NDArrayOperatorsMixin):
     @property
     def flags(self) -> _Flags:
         return _Flags(self)
+
+    @property
+    def base(self) -> DeviceArray | None:
+        """The device array whose memory this one views (None when it owns its memory)."""
+        return self._base
+
+    def setflags(self, write: Any = None, align: Any = None, uic: Any = None) -> None:
+        """Set the WRITEABLE flag, as ``ndarray.setflags`` does (device memory is always aligned)."""
+        if uic is not None:
+            raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
+        if align is not None and not align:
+            raise ValueError("npgpu device arrays are always aligned; ALIGNED can't be cleared")
+        if write is None:
+            return
+        if write and self._readonly and self._base is not None and self._base._readonly:
+            raise ValueError("cannot set WRITEABLE flag to True of this array")
+        self._readonly = not write
 
     @property
     def T(self) -> DeviceArray:

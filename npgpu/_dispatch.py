@@ -106,21 +106,40 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     return host
 
 
-def wrap(result: Any, backend: Any, func: Any, scalars: bool = True) -> Any:
+def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: list[DeviceArray] | None = None) -> Any:
     """Backend results -> device arrays; tuples/lists element by element; scalars as they are.
 
     A 0-d result where NumPy returns a scalar (a full reduction, ``a[i]``, a ufunc of 0-d
     operands) is read back as that NumPy scalar, so legacy code that rounds, formats, compares
-    or ``isinstance``-checks it behaves as with NumPy; ``scalars=False`` keeps 0-d arrays."""
+    or ``isinstance``-checks it behaves as with NumPy; ``scalars=False`` keeps 0-d arrays.
+    A result that views the memory of one of ``sources`` (the call's device arrays) gets NumPy's
+    ``base`` and is read-only if that array is."""
     if backend.is_native(result):
         if result.ndim == 0 and scalars and func not in _ARRAY_RESULT_0D:
             return download_scalar(result, backend, func)
-        return DeviceArray(result, backend)
+        if sources and getattr(result, "base", None) is not None:
+            return _view_of(result, backend, sources, func)
+        return DeviceArray(result, backend, readonly=func in _READ_ONLY_RESULTS)
     if isinstance(result, tuple):
-        return tuple(wrap(r, backend, func, scalars) for r in result)
+        return tuple(wrap(r, backend, func, scalars, sources) for r in result)
     if isinstance(result, list):
-        return [wrap(r, backend, func, scalars) for r in result]
+        return [wrap(r, backend, func, scalars, sources) for r in result]
     return result
+
+
+# Functions whose results NumPy makes read-only (views that repeat elements)
+_READ_ONLY_RESULTS = frozenset({numpy.broadcast_to})
+
+
+def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -> DeviceArray:
+    """A device array for native view ``result``: its base is the owner of the memory it views."""
+    root = result.base
+    for source in sources:
+        native = source._device_data
+        if native is root or (source._base is not None and getattr(native, "base", None) is root):
+            owner = source if source._base is None else source._base
+            return DeviceArray(result, backend, owner, source._readonly or func in _READ_ONLY_RESULTS)
+    return DeviceArray(result, backend, readonly=func in _READ_ONLY_RESULTS)
 
 
 def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
@@ -193,8 +212,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if isinstance(out, DeviceArray):
         return out
     if func is numpy.ndarray.__getitem__:
-        return wrap(result, backend, func, scalars=not _keeps_dimensions(args[1]))
-    return wrap(result, backend, func)
+        return wrap(result, backend, func, not _keeps_dimensions(args[1]), devices)
+    return wrap(result, backend, func, True, devices)
 
 
 def _keeps_dimensions(key: Any) -> bool:
@@ -253,7 +272,8 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
     if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
         _report.record(func, "device")
-        return DeviceArray(upload(host, backend, func), backend)
+        # np.asarray(read_only_array) is that array in NumPy: its device copy is read-only too
+        return DeviceArray(upload(host, backend, func), backend, readonly=not host.flags.writeable)
     _report.record(func, "host")
     return host
 
@@ -268,14 +288,23 @@ def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
 
 
 def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[DeviceArray]:
+    """The device arrays a call writes into; NumPy's ValueError if one is read-only."""
     mutated: list[DeviceArray] = []
     if func in MUTATES_FIRST and args and isinstance(args[0], DeviceArray):
         mutated.append(args[0])
+        if args[0]._readonly:
+            raise ValueError(_READ_ONLY.get(func, "assignment destination is read-only"))
     out = kwargs.get("out")
     for o in out if isinstance(out, tuple) else (out,):
         if isinstance(o, DeviceArray):
             mutated.append(o)
+            if o._readonly:
+                raise ValueError("output array is read-only")
     return mutated
+
+
+# NumPy's messages for writes into read-only arrays, where they differ from setitem's
+_READ_ONLY = {numpy.ndarray.sort: "sort array is read-only", numpy.put: "put: output array is read-only"}
 
 
 def _host_out(kwargs: dict[str, Any]) -> bool:
@@ -448,6 +477,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     for value in out or ():
         scan(value, out_devices, out_hosts)
     mutated = list(out_devices)
+    if any(o._readonly for o in out_devices):
+        raise ValueError("output array is read-only")
     if method == "at" and inputs and isinstance(inputs[0], DeviceArray):
         mutated.append(inputs[0])
     backend = (devices or out_devices)[0]._backend if (devices or out_devices) else state.backend

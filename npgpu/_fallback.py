@@ -102,7 +102,7 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], give
         if devices and result.nbytes >= _placement.upload_threshold_bytes(state):
             backend = devices[0]._backend
             if backend.supports_dtypes((result.dtype,)):
-                return DeviceArray(upload(result, backend), backend)
+                return DeviceArray(upload(result, backend), backend, readonly=not result.flags.writeable)
     if isinstance(result, (tuple, list)):
         return type(result)(_place_result(r, state, args, given) for r in result)
     return result

@@ -155,6 +155,8 @@ def _new_pending(pending: Pending, backend: Any) -> Any:
     array._device_data = None
     array._pending = pending
     array._backend = backend
+    array._base = None
+    array._readonly = False
     ref = _Ref(array, _forget)  # _pending.add(array), inlined
     ref.key = key = id(array)
     _refs[key] = ref
