@@ -133,6 +133,59 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
     return True
 
 
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """Keyword arguments a method was given other than its defaults' None (NumPy's own defaults
+    then apply, and a backend sees only what the caller asked for)."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+class _FlatIter:
+    """``a.flat`` of a device array: NumPy's flat iterator over the elements in C order."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, array: DeviceArray) -> None:
+        self.base = array
+
+    def _flat(self) -> Any:
+        return self.base.reshape(-1)
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __iter__(self) -> Any:
+        return iter(self._flat())
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        return self._flat()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        array = self.base
+        if array._readonly:
+            raise ValueError("assignment destination is read-only")
+        contiguous = array.flags.c_contiguous
+        flat = self._flat() if contiguous else array.flatten()  # (a view when contiguous)
+        target = flat[key]
+        n = target.size if isinstance(target, DeviceArray) else 1
+        values = value if isinstance(value, DeviceArray) else numpy.asarray(value)
+        if n and values.size not in (1, n):
+            values = _function(numpy.resize, (values, n), {})  # NumPy repeats the values cyclically
+        flat[key] = values
+        if not contiguous:
+            array[...] = flat.reshape(array.shape)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> numpy.ndarray:
+        return self._flat().__array__(dtype, copy)
+
+    def copy(self) -> DeviceArray:
+        return self.base.flatten()
+
+    def __repr__(self) -> str:
+        return f"<npgpu flat iterator over {self.base.shape} {self.base.dtype}>"
+
+
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
@@ -324,10 +377,11 @@ class DeviceArray(NDArrayOperatorsMixin):
         return _function(numpy.reshape, (self, _shape_arg(shape)), kwargs)
 
     def ravel(self, order: str = "C") -> DeviceArray:
-        return _function(numpy.ravel, (self, order), {})
+        return _function(numpy.ravel, (self,), {"order": order})
 
     def flatten(self, order: str = "C") -> DeviceArray:
-        return _function(numpy.copy, (_function(numpy.ravel, (self, order), {}),), {})
+        flat = _function(numpy.ravel, (self,), {"order": order})
+        return _function(numpy.copy, (flat,), {}) if isinstance(flat, DeviceArray) else flat
 
     def transpose(self, *axes: Any) -> DeviceArray:
         if not axes or axes == (None,):
@@ -502,6 +556,95 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     def nonzero(self) -> tuple[Any, ...]:
         return _function(numpy.nonzero, (self,), {})
+
+    def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> Any:
+        return _function(numpy.argpartition, (self, kth), _given(axis=axis, kind=kind, order=order))
+
+    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+        """Partition in place (``np.partition`` gives a copy; its result is written back)."""
+        if self._readonly:
+            raise ValueError("partition array is read-only")
+        self[...] = _function(numpy.partition, (self, kth), _given(axis=axis, kind=kind, order=order))
+
+    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        return _function(numpy.choose, (self, choices), _given(out=out, mode=mode))
+
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
+        return _function(numpy.compress, (condition, self), _given(axis=axis, out=out))
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        _function(numpy.put, (self, indices, values), _given(mode=mode))
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        return _function(numpy.searchsorted, (self, v), _given(side=side, sorter=sorter))
+
+    def byteswap(self, inplace: bool = False) -> DeviceArray:
+        swapped = _function(numpy.ndarray.byteswap, (self,), {})
+        if not inplace:
+            return swapped
+        self[...] = swapped
+        return self
+
+    def getfield(self, dtype: Any, offset: int = 0) -> Any:
+        return _function(numpy.ndarray.getfield, (self, dtype, offset), {})
+
+    def setfield(self, val: Any, dtype: Any, offset: int = 0) -> None:
+        _function(numpy.ndarray.setfield, (self, val, dtype, offset), {})
+
+    def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        """Change shape and size in place, as ``ndarray.resize``: new elements are zero."""
+        shape = _shape_arg(new_shape) if new_shape else ()
+        shape = (shape,) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
+        if self._base is not None:
+            raise ValueError("cannot resize this array: it does not own its data")
+        if self._readonly:
+            raise ValueError("cannot resize this array: it is read-only")
+        flat = self.reshape(-1)
+        grown = _function(numpy.zeros, (tuple(int(n) for n in shape),), {"dtype": self.dtype})
+        grown_flat = grown.reshape(-1)
+        n = min(grown_flat.size, flat.size)
+        if n:
+            grown_flat[:n] = flat[:n]
+        self._native = grown._native
+
+    @property
+    def flat(self) -> _FlatIter:
+        """A flat (C-order) iterator over the array: index, slice, assign and iterate it."""
+        return _FlatIter(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        _FlatIter(self)[...] = value
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
+        """The array API's move: ``"cpu"`` gives a host copy; this array's own device gives itself."""
+        if stream is not None:
+            raise ValueError("npgpu does not take a stream in to_device")
+        if device == "cpu":
+            return self.__array__()
+        if device == self.device:
+            return self
+        raise ValueError(f"unknown device {device!r}: npgpu arrays are on {self.device!r} or 'cpu'")
+
+    def dumps(self) -> bytes:
+        import pickle
+
+        return pickle.dumps(self, protocol=2)
+
+    def dump(self, file: Any) -> None:
+        import pickle
+
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as f:
+                pickle.dump(self, f, protocol=2)
+        else:
+            pickle.dump(self, file, protocol=2)
+
+    def tofile(self, fid: Any, sep: str = "", format: str = "%s") -> None:  # noqa: A002  (NumPy's name)
+        self.__array__().tofile(fid, sep, format)
+
+    def __delitem__(self, key: Any) -> None:
+        raise ValueError("cannot delete array elements")
 
     # -- printing, copying, pickling ----------------------------------------------------------
     def __repr__(self) -> str:

@@ -30,7 +30,7 @@ _ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, nump
                               numpy.moveaxis, numpy.asfortranarray, numpy.copyto})
 # Functions (and ndarray methods) that write into their first argument.
 MUTATES_FIRST = frozenset({numpy.copyto, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal,
-                           numpy.ndarray.__setitem__, numpy.ndarray.fill, numpy.ndarray.sort})
+                           numpy.ndarray.__setitem__, numpy.ndarray.fill, numpy.ndarray.sort, numpy.ndarray.setfield})
 
 
 # Functions that only read shape and dtype: answered from zero-cost host proxies, no transfer.
@@ -93,17 +93,42 @@ def to_native_tree(obj: Any, backend: Any, func: Any) -> Any:
 
 
 def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
+    """A device copy of a host array; an array whose axes are permuted (Fortran order, a
+    transpose) keeps that layout, as ``np.asarray`` keeps it."""
     start = time.perf_counter()
-    native = backend.from_host(array)
+    order = None if array.flags.c_contiguous else _axes_in_memory_order(array.shape, array.strides)
+    if order is not None and array.transpose(order).flags.c_contiguous:
+        native = backend.from_host(array.transpose(order))
+        native = backend.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
+    else:
+        native = backend.from_host(array)
     _report.record_transfer("to_device", array.nbytes, time.perf_counter() - start, func)
     return native
 
 
 def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
+    """A host copy of a device array with the same memory order of its axes (NumPy's order='K'),
+    so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
     start = time.perf_counter()
-    host = array._backend.to_host(array._native)
+    backend, native = array._backend, array._native
+    order = _axes_in_memory_order(native.shape, native.strides)
+    if order is None:
+        host = backend.to_host(native)
+    else:  # download the axes in memory order (a C-order copy of that view), then put them back
+        view = backend.call_function(numpy.transpose, (native, order), {})
+        host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
     return host
+
+
+def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The axes from the largest stride to the smallest, or None when that is already their order."""
+    if len(shape) < 2:
+        return None
+    moving = [abs(s) for n, s in zip(shape, strides) if n > 1]  # (axes of length 1 have no order)
+    if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
+        return None
+    return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
 
 
 def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: list[DeviceArray] | None = None) -> Any:

@@ -87,6 +87,27 @@ class CLArray:
         return f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, offset={self.offset})"
 
 
+def _memory_axes(shape: tuple[int, ...], order: str, like: CLArray | None) -> tuple[int, ...] | None:
+    """The axes from outermost to innermost in memory for NumPy's ``order``; None for C order."""
+    ndim = len(shape)
+    if ndim < 2 or order == "C" or (order in ("A", "K") and like is None):
+        return None
+    if order == "F" or (order == "A" and _is_f_contiguous(like) and not like.c_contiguous):
+        return tuple(reversed(range(ndim)))
+    if order == "K":
+        moving = [abs(s) for n, s in zip(like.shape, like.strides, strict=True) if n > 1]
+        if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
+            return None
+        return tuple(sorted(range(ndim), key=lambda axis: -abs(like.strides[axis]) if like.shape[axis] > 1 else 0))
+    if order == "A":
+        return None
+    raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+
+
+def _is_f_contiguous(a: CLArray) -> bool:
+    return _is_c_contiguous(a.shape[::-1], a.strides[::-1], a.dtype.itemsize)
+
+
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     strides = []
     acc = itemsize
@@ -399,6 +420,17 @@ class OpenCLBackend(Backend):
         else:
             buf = self._pool.allocate(nbytes)
         return CLArray(self, buf, shape, dtype)
+
+    def empty_ordered(self, shape: Any, dtype: Any, order: str = "C", like: CLArray | None = None) -> CLArray:
+        """``empty`` with NumPy's memory order: "C", "F", or for ``*_like``/copies "A" (F when
+        ``like`` is Fortran-contiguous) and "K" (``like``'s order of axes in memory)."""
+        shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(int(s) for s in shape)
+        axes = _memory_axes(shape, order, like)
+        if axes is None:
+            return self.empty(shape, dtype)
+        owner = self.empty(tuple(shape[axis] for axis in axes), dtype)
+        where = numpy.argsort(axes)
+        return CLArray(self, owner.data, shape, owner.dtype, tuple(owner.strides[k] for k in where), owner.offset)
 
     def from_host(self, array: numpy.ndarray) -> CLArray:
         # (numpy.ascontiguousarray would turn a 0-d array into a 1-d one)
@@ -1151,10 +1183,15 @@ class OpenCLBackend(Backend):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {dtype!r} according to the rule {casting!r}")
         if dtype == a.dtype and not copy:
             return a
-        return self.copy(a, dtype)
+        return self._copy_ordered(a, dtype, order)
 
     def array_copy(self, a: CLArray, order: str = "K", subok: bool = True) -> CLArray:
-        return self.copy(a)
+        return self._copy_ordered(a, a.dtype, order)
+
+    def _copy_ordered(self, a: CLArray, dtype: numpy.dtype, order: str) -> CLArray:
+        out = self.empty_ordered(a.shape, dtype, order, like=a)
+        self.copy_into(out, a)
+        return out
 
     def ascontiguousarray(self, a: CLArray, dtype: Any = None) -> CLArray:
         dtype = a.dtype if dtype is None else numpy.dtype(dtype)
@@ -1162,36 +1199,39 @@ class OpenCLBackend(Backend):
             return a
         return self.copy(a, dtype)
 
-    def full(self, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> CLArray:
+    def full(self, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C",
+             like: CLArray | None = None) -> CLArray:
         dtype = numpy.asarray(fill_value).dtype if dtype is None else numpy.dtype(dtype)
-        if isinstance(fill_value, (int, float, bool)) and dtype is None:
-            dtype = numpy.result_type(fill_value)
-        out = self.empty(shape, dtype)
+        out = self.empty_ordered(shape, dtype, order, like)
         self.fill(out, fill_value)
         return out
 
-    def zeros(self, shape: Any, dtype: Any = float, order: str = "C") -> CLArray:
-        out = self.empty(shape, dtype)
+    def zeros(self, shape: Any, dtype: Any = float, order: str = "C", like: CLArray | None = None) -> CLArray:
+        out = self.empty_ordered(shape, dtype, order, like)
         if out.size:
             self._cl.enqueue_fill_buffer(self.queue, out.data, numpy.uint8(0), 0, out.data.size)
         return out
 
     def ones(self, shape: Any, dtype: Any = float, order: str = "C") -> CLArray:
-        return self.full(shape, 1, dtype)
+        return self.full(shape, 1, dtype, order)
 
     def empty_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.empty(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
+        return self.empty_ordered(a.shape if shape is None else shape, a.dtype if dtype is None else dtype, order,
+                                  a if shape is None else None)
 
     def zeros_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.zeros(a.shape if shape is None else shape, a.dtype if dtype is None else dtype)
+        return self.zeros(a.shape if shape is None else shape, a.dtype if dtype is None else dtype, order,
+                          a if shape is None else None)
 
     def ones_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.full(a.shape if shape is None else shape, 1, a.dtype if dtype is None else dtype)
+        return self.full(a.shape if shape is None else shape, 1, a.dtype if dtype is None else dtype, order,
+                         a if shape is None else None)
 
     def full_like(
         self, a: CLArray, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None
     ) -> CLArray:
-        return self.full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
+        return self.full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype, order,
+                         a if shape is None else None)
 
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
@@ -1247,6 +1287,8 @@ class OpenCLBackend(Backend):
         self, arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
     ) -> CLArray:
         arrays = list(arrays)
+        if out is not None and dtype is not None:
+            raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both were provided.")
         if axis is None:
             arrays = [self.ravel(a) for a in arrays]
             axis = 0
@@ -1375,9 +1417,12 @@ class OpenCLBackend(Backend):
         self._launch(kernel, n, args)
 
     def _mask_set(self, a: CLArray, mask: CLArray, value: Any) -> None:
+        if not a.c_contiguous:  # into a contiguous copy, then back into the view
+            staged = self.copy(a)
+            self._mask_set(staged, mask, value)
+            self.copy_into(a, staged)
+            return
         pos = self._mask_positions(a, mask)
-        if not a.c_contiguous:
-            raise NotImplementedError("opencl backend: boolean assignment into a non-contiguous view")
         rest = a.shape[mask.ndim :]
         flat = self.reshape(a, (math.prod(mask.shape),) + rest)
         vals = self.empty((len(pos),) + rest, a.dtype)
@@ -1990,8 +2035,11 @@ def _supports_function(
                 return False
     if func is numpy.where and len(args) != 3:
         return False
-    if func in (numpy.reshape, numpy.ravel) and kwargs.get("order", "C") != "C":
-        return False
+    if func in (numpy.reshape, numpy.ravel):
+        position = 1 if func is numpy.ravel else 2
+        order = args[position] if len(args) > position else kwargs.get("order", "C")
+        if order != "C":
+            return False  # Fortran (or A/K) order: NumPy's
     if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
         return False
     if func is numpy.clip and ("min" in kwargs or "max" in kwargs):
