@@ -745,6 +745,39 @@ for _name, _uf in (("add", numpy.add), ("sub", numpy.subtract), ("mul", numpy.mu
                    ("xor", numpy.bitwise_xor)):
     setattr(DeviceArray, f"__{_name}__", _direct_binary(_uf, f"__{_name}__"))
     setattr(DeviceArray, f"__r{_name}__", _direct_binary(_uf, f"__r{_name}__"))
+# ndarray's ``**`` takes a short road NumPy's ``power`` doesn't (numpy/_core/src/multiarray/number.c,
+# fast_scalar_power): a float or complex array to an exact Python int -1 or 2 or float 0.5 is
+# reciprocal, square or sqrt, whose rounding (and signed zeros, infinities) differ from power's.
+_FAST_POWER = {(int, -1): numpy.reciprocal, (int, 2): numpy.square, (float, 0.5): numpy.sqrt}
+_generic_pow = DeviceArray.__pow__
+
+
+def _fast_power_ufunc(array: DeviceArray, exponent: Any) -> Any:
+    t = type(exponent)
+    if t is int or t is float:
+        uf = _FAST_POWER.get((t, exponent))
+        if uf is not None and array.dtype.kind in "fc":
+            return uf
+    return None
+
+
+def __pow__(self: DeviceArray, other: Any) -> Any:  # noqa: N807  (a method, defined for ndarray's short road)
+    uf = _fast_power_ufunc(self, other)
+    if uf is None:
+        return _generic_pow(self, other)
+    return uf(self)
+
+
+def __ipow__(self: DeviceArray, other: Any) -> Any:  # noqa: N807
+    uf = _fast_power_ufunc(self, other)
+    if uf is None:
+        return numpy.power(self, other, out=(self,))
+    return uf(self, out=(self,))
+
+
+DeviceArray.__pow__ = __pow__  # type: ignore[method-assign]
+DeviceArray.__ipow__ = __ipow__  # type: ignore[method-assign]
+
 for _name, _uf in (("lt", numpy.less), ("le", numpy.less_equal), ("gt", numpy.greater),
                    ("ge", numpy.greater_equal), ("eq", numpy.equal), ("ne", numpy.not_equal)):
     setattr(DeviceArray, f"__{_name}__", _direct_binary(_uf, f"__{_name}__"))

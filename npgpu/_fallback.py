@@ -21,10 +21,17 @@ logger = logging.getLogger("npgpu")
 
 
 def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None) -> Any:
-    """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which."""
+    """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which.
+
+    A device array that appears twice (``np.square(a, out=a)``) gets one host copy, as it is one
+    array in NumPy: the result written into it is what goes back."""
     from ._dispatch import _has_arrays, to_host
 
     if isinstance(obj, DeviceArray):
+        if copies is not None:
+            for device, host in copies.values():
+                if device is obj:
+                    return host
         host = to_host(obj)
         if copies is not None:
             copies[id(host)] = (obj, host)

@@ -141,8 +141,9 @@ def emit_body(
             # C truncates 0.5 to 0; NumPy's bool conversion is "nonzero".
             expr = f"(({ct})({src} != 0))" if node.dtype.kind == "b" else f"(({ct}){src})"
         elif isinstance(node, Apply):
+            constant = len(node.operands) == 2 and isinstance(node.operands[1], Scalar)
             expr, needed = _table.render(
-                node.ufunc, node.loop, [names[o] for o in node.operands], node.out_index, dialect
+                node.ufunc, node.loop, [names[o] for o in node.operands], node.out_index, dialect, constant
             )
             helpers.update(needed)
         elif isinstance(node, Select):

@@ -212,7 +212,7 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
         "u": (_h("floordiv_u"), _h("remainder_u")),
         "f": (_h("floordiv_f"), _h("remainder_f")),
     },
-    "power": {"iu": _h("power_i"), "f": "pow({0}, {1})"},
+    "power": {"iu": _h("power_i"), "f": "pow({0}, {1})"},  # (a constant exponent: CONSTANT_OPERAND below)
     "float_power": {"f": "pow({0}, {1})"},
     "negative": {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})"},
     "positive": {"iuf": "({0})"},
@@ -293,6 +293,15 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "degrees": {"f": "({0} * ({T})57.295779513082320877)"},
 }
 
+# Templates for a ufunc whose operand 1 is a kernel scalar (NumPy's loop sees a constant, stride 0,
+# and special-cases its value: numpy.power(x, 0.5) is sqrt(x), -1 is 1/x, 2 is x*x, 1 is x, where
+# pow differs in signed zeros, infinities or the last bit). The condition is on a kernel argument,
+# the same for every element; in vector code it selects lanes, and every lane agrees.
+CONSTANT_OPERAND: dict[str, dict[str, str]] = {
+    "power": {"f": "({1} == ({T})0.5 ? sqrt({0}) : ({1} == ({T})-1 ? ({T})1 / {0} : ({1} == ({T})2 ? {0} * {0} "
+                   ": ({1} == ({T})1 ? {0} : pow({0}, {1})))))"},
+}
+
 # Results NumPy computes with correctly rounded or exactly specified operations: these
 # match NumPy bit for bit on IEEE devices with FP_CONTRACT OFF.  Others are libm-grade.
 EXACT = frozenset(
@@ -301,7 +310,10 @@ EXACT = frozenset(
 )
 
 
-def _lookup(ufunc_name: str, kind: str) -> str | tuple[str, ...] | None:
+def _lookup(ufunc_name: str, kind: str, constant: bool = False) -> str | tuple[str, ...] | None:
+    entry = CONSTANT_OPERAND.get(ufunc_name) if constant else None
+    if entry is not None and any(kind in kinds for kinds in entry):
+        return next(template for kinds, template in entry.items() if kind in kinds)
     entry = TABLE.get(ufunc_name)
     if entry is None:
         return None
@@ -341,18 +353,20 @@ def render(
     operands: list[str],
     out_index: int,
     dialect: str,
+    constant_second: bool = False,
 ) -> tuple[str, dict[str, str]]:
     """C expression for output ``out_index`` of ``ufunc`` over operand expressions.
 
     Returns the expression (already cast to the output's C type) and the helper
     functions it needs, as {name: source}.  Operand expressions must already have
-    the loop's input C types.
+    the loop's input C types. ``constant_second``: operand 1 is a kernel scalar (see
+    CONSTANT_OPERAND).
     """
     d = DIALECTS[dialect]
     nin = ufunc.nin
     out_dt = loop[nin + out_index]
     in_dt = loop[0]
-    template = _lookup(_name(ufunc), in_dt.kind)
+    template = _lookup(_name(ufunc), in_dt.kind, constant_second and nin == 2)
     if template is None:
         raise KeyError(f"no {dialect} template for {ufunc.__name__} with loop {loop}")
     if isinstance(template, tuple):
