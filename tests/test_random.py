@@ -12,6 +12,7 @@ import pytest
 
 import npgpu
 from npgpu import _random
+from npgpu.backends import random_kernels
 from npgpu.testing import backend_context, differential
 
 N = 600  # elements of a "large" draw: the tests run at threshold 0, so they are made on the device
@@ -412,3 +413,92 @@ def test_numpy_methods_that_call_back_are_listed(cls, calls):
         if name not in overridden and seen:
             calling_back.add(name)
     assert calling_back == set(_random._CALLS_BACK[cls.__name__])
+
+
+# -- the kernels, against NumPy -------------------------------------------------------------------
+
+def test_pcg64_jump_is_numpys_advance():
+    for steps in (0, 1, 2, 3, 1000, 2**40 + 17, 2**64 - 1):
+        bit_generator = numpy.random.PCG64(steps % 97)
+        state = bit_generator.state
+        bit_generator.advance(steps)
+        assert random_kernels.pcg64_after(state, steps)["state"] == bit_generator.state["state"]
+
+
+KERNEL_CASES = [(0, 1), (0, 312), (0, 313), (1, 624), (311, 5000), (623, 1), (0, 100_003)]
+
+
+def _kernel_cases(kind):
+    """(state before, NumPy's draw, state after) for draws from varied positions: odd MT19937
+    positions (one 32-bit word drawn), a PCG64 with a buffered 32-bit half."""
+    for before, n in KERNEL_CASES:
+        bit_generator = getattr(numpy.random, kind)(before + n)
+        rng = numpy.random.Generator(bit_generator)
+        rng.random(before)
+        if before % 2:
+            bit_generator.random_raw(1) if kind == "MT19937" else rng.integers(0, 9, dtype=numpy.int32)
+        state = bit_generator.state
+        yield state, rng.random(n), bit_generator.state
+
+
+def _check_kernel(draw, to_host, kind):
+    for state, want, after in _kernel_cases(kind):
+        native, state_after = draw(state, want.shape)
+        assert to_host(native).tobytes() == want.tobytes(), (kind, want.size)
+        assert _state_equal(state_after, after)
+
+
+def _state_equal(a, b):
+    if a["bit_generator"] == "MT19937":
+        return (a["state"]["pos"] == b["state"]["pos"]
+                and numpy.array_equal(a["state"]["key"], b["state"]["key"]))
+    return a == b
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("kind", ["PCG64", "MT19937"])
+def test_opencl_kernels_are_bit_exact(cl, kind):
+    _check_kernel(lambda state, shape: random_kernels.opencl_doubles(cl, state, shape), cl.to_host, kind)
+
+
+@pytest.mark.opencl
+def test_opencl_grid_stride_walk_is_bit_exact(cl):
+    """The GPU layout of the PCG64 kernel (element j on work-item j mod items), run here."""
+    for state, want, _ in _kernel_cases("PCG64"):
+        n = want.size
+        out = cl.empty((n,), numpy.float64)
+        geometry = random_kernels.gpu_geometry(n)
+        random_kernels._opencl_launch(cl, "npg_pcg64_doubles", geometry[0], 64,
+                                      [out.data, *random_kernels._pcg64_arguments(state, n, *geometry)])
+        assert cl.to_host(out).tobytes() == want.tobytes(), n
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["PCG64", "MT19937"])
+def test_cuda_kernels_are_bit_exact(kind):
+    pytest.importorskip("cupy")
+    from npgpu.backends import unavailable_reason
+
+    reason = unavailable_reason("cupy")
+    if reason:
+        pytest.skip(reason)
+    backend = npgpu.backends.get_backend("cupy")
+    assert kind in backend.random_streams
+    _check_kernel(backend.random_doubles, lambda a: a.get(), kind)
+
+
+@pytest.mark.gpu
+def test_cupy_seeded_script_uses_the_kernels():
+    """On CuPy a seeded legacy script's uniform draws are made by the kernels (device calls)."""
+    from npgpu.backends import unavailable_reason
+
+    reason = unavailable_reason("cupy")
+    if reason:
+        pytest.skip(reason)
+    npgpu.report(reset=True)
+    want = _legacy_script(numpy)
+    with backend_context("cupy"):
+        got = _legacy_script(npgpu)
+    assert_identical(got, want)
+    counts = npgpu.report().as_dict()["functions"]
+    assert counts["random.RandomState.rand"]["device"] == counts["random.RandomState.random"]["device"] == 1

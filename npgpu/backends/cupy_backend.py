@@ -514,6 +514,14 @@ class CupyBackend(ArrayModuleBackend):
     def sync(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
 
+    # -- NumPy's PCG64 and MT19937 doubles computed on the GPU (backends/random_kernels.py) ------
+    random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        from . import random_kernels
+
+        return random_kernels.cuda_doubles(self, state, shape)
+
     # -- fusion: generated CUDA from the shared IR, launched by CuPy's kernel machinery ----------
     _REDUCE = {"add": ("a + b", "0"), "multiply": ("a * b", "1")}
 
