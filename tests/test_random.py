@@ -475,7 +475,7 @@ def test_opencl_grid_stride_walk_is_bit_exact(cl):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["PCG64", "MT19937"])
-def test_cuda_kernels_are_bit_exact(kind):
+def test_cupy_kernels_are_bit_exact(kind):
     pytest.importorskip("cupy")
     from npgpu.backends import unavailable_reason
 
