@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--out", default=None, help="default: benchmarks/results/examples-BACKEND-SIZE.md")
     parser.add_argument("--only", nargs="*", default=None, help="script names to run (default: all)")
-    parser.add_argument("--random", choices=("device", "numpy"), default=None, help="passed to npgpu bench")
+    parser.add_argument("--random", choices=("auto", "numpy", "device"), default=None, help="passed to npgpu bench")
     opts = parser.parse_args(argv)
     sizes = MID_ARGS if opts.size == "mid" else LARGE_ARGS
     out = opts.out or os.path.join(os.path.dirname(__file__), "results", f"examples-{opts.backend}-{opts.size}.md")

@@ -12,6 +12,10 @@ from types import TracebackType
 from typing import Any
 
 _ON_FALLBACK = ("ignore", "warn", "raise", "log")
+#: Where large random draws come from (npgpu/_random.py): "auto": NumPy's streams for seeded
+#: generators, the device's own streams for unseeded ones; "numpy": NumPy's always; "device":
+#: the device's always (fast, but other numbers than NumPy's for the same seed).
+RANDOM_MODES = ("auto", "numpy", "device")
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class State:
     on_fallback: str = "ignore"
     fusion: bool = True
     threshold: int | None = None  # bytes; None means the backend's measured default
-    random: str = "device"  # "device": fast device streams; "numpy": NumPy's own streams, uploaded
+    random: str = "auto"  # one of RANDOM_MODES
 
     def __post_init__(self) -> None:
         # Host inputs below this many bytes stay in NumPy; computed once, read on every small call.
@@ -100,15 +104,16 @@ def enable(
 
     ``backend`` is "auto", "cupy", "opencl" or "numpy". "auto" picks CuPy when a CUDA GPU
     is usable, else an OpenCL GPU, else NumPy; it never fails. A named backend that can't
-    run here raises :class:`npgpu.BackendUnavailableError` saying why. ``random="numpy"`` draws
-    large random arrays with NumPy's generators (the same numbers as NumPy, then uploaded)
-    instead of the device's faster but different streams.
+    run here raises :class:`npgpu.BackendUnavailableError` saying why. ``random``: "auto"
+    (default) gives NumPy's numbers from every seeded generator (``seed(s)``, ``RandomState(s)``,
+    ``default_rng(s)``) and lets unseeded ones draw from the device's faster streams; "numpy"
+    gives NumPy's numbers always; "device" draws from device streams always (other numbers).
     """
     from .backends import get_backend, resolve_auto
 
     _validated(on_fallback, threshold)
-    if random is not None and random not in ("device", "numpy"):
-        raise ValueError(f"random must be 'device' or 'numpy', not {random!r}")
+    if random is not None and random not in RANDOM_MODES:
+        raise ValueError(f"random must be one of {RANDOM_MODES}, not {random!r}")
     name = resolve_auto() if backend == "auto" else backend
     options = {} if device is None else {"device": device}
     instance = get_backend(name, **options)

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._config import RANDOM_MODES
+
 _THIS_FILE = os.path.abspath(__file__)
 _RUNNER_FILES = {_THIS_FILE, os.path.join(os.path.dirname(_THIS_FILE), "legacy.py")}
 _BACKEND_CHOICES = ("auto", "numpy", "cupy", "opencl")
@@ -74,8 +76,10 @@ def _run_parser() -> argparse.ArgumentParser:
         "--threshold", type=int, default=None, metavar="BYTES", help="device from this size on (0: everything)"
     )
     parser.add_argument("--no-fusion", action="store_true", help="launch every elementwise call on its own")
-    parser.add_argument("--random", choices=("device", "numpy"), default=None,
-                        help="'numpy': NumPy's random streams (same numbers as NumPy), uploaded")
+    parser.add_argument("--random", choices=RANDOM_MODES, default=None,
+                        help="where large random draws come from: 'auto' (default): NumPy's numbers from "
+                        "seeded generators, device streams for unseeded ones; 'numpy': NumPy's numbers always; "
+                        "'device': device streams always (fast, other numbers)")
     parser.add_argument("--report", action="store_true", help="print npgpu.report() to stderr at exit")
     parser.add_argument("--report-json", default=None, help=argparse.SUPPRESS)
     parser.add_argument("script")
@@ -244,8 +248,8 @@ def _bench_parser() -> argparse.ArgumentParser:
     parser.add_argument("--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"))
     parser.add_argument("--threshold", type=int, default=None, metavar="BYTES", help="passed to npgpu run")
     parser.add_argument("--no-fusion", action="store_true", help="passed to npgpu run")
-    parser.add_argument("--random", choices=("device", "numpy"), default=None,
-                        help="passed to npgpu run ('numpy': the same random numbers as NumPy)")
+    parser.add_argument("--random", choices=RANDOM_MODES, default=None,
+                        help="passed to npgpu run (default 'auto': seeded scripts draw NumPy's numbers)")
     parser.add_argument("--keep", action="store_true", help="keep the runs' working directories")
     parser.add_argument("script")
     parser.add_argument("args", nargs="*")

@@ -332,38 +332,6 @@ def test_random_shapes(xp):
     return r.shape, r.dtype, g.random(5).shape, g.standard_normal((2, 2)).dtype, xp.random.randint(0, 5, 10).dtype
 
 
-def test_random_draws_land_on_the_device(device_backend):
-    """Large draws are made where the backend can make them (OpenCL has no generator: NumPy's)."""
-    import npgpu
-    from npgpu.testing import backend_context
-
-    with backend_context(device_backend):
-        draws = [npgpu.random.random((3, 4)), npgpu.random.rand(3, 4), npgpu.random.normal(0, 1, size=(5,)),
-                 npgpu.random.randint(0, 5, (3,)), npgpu.random.default_rng(0).standard_normal((2, 3))]
-        on_host = npgpu.random.normal(numpy.zeros(2), 1)  # array-valued parameters stay with NumPy
-    has_generator = hasattr(npgpu.backends.get_backend(device_backend), "random_call")
-    expected = npgpu.DeviceArray if has_generator else numpy.ndarray
-    assert all(isinstance(d, expected) for d in draws)
-    assert [d.shape for d in draws] == [(3, 4), (3, 4), (5,), (3,), (2, 3)]
-    assert type(on_host) is numpy.ndarray
-
-
-def test_random_numpy_streams_give_numpys_numbers(device_backend):
-    import npgpu
-    from npgpu.testing import backend_context
-
-    numpy.random.seed(7)
-    want = (numpy.random.random(1000), numpy.random.default_rng(3).standard_normal(500))
-    with backend_context(device_backend, random="numpy"):
-        npgpu.random.seed(7)
-        got = (npgpu.random.random(1000), npgpu.random.default_rng(3).standard_normal(500))
-    for g, w in zip(got, want):
-        assert isinstance(g, npgpu.DeviceArray)
-        assert npgpu.asnumpy(g).tolist() == w.tolist()
-    with pytest.raises(ValueError, match="random must be"):
-        npgpu.enable("numpy", random="gpu")
-
-
 # -- small host reductions (npgpu's shorter road to NumPy's ufunc reduction) ------------------
 
 SMALL_REDUCTIONS = ["sum", "prod", "max", "min", "amax", "amin", "any", "all"]

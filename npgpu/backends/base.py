@@ -140,3 +140,15 @@ class Backend:
 
     def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return self.functions[func](*args, **kwargs)
+
+    # -- random numbers: NumPy's streams computed on the device (backends/random_kernels.py) --------
+    @property
+    def random_streams(self) -> frozenset[str]:
+        """NumPy bit generators (``state["bit_generator"]``: "PCG64", "MT19937") whose ``random()``
+        doubles ``random_doubles`` computes on this device, bit for bit."""
+        return frozenset()
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        """NumPy's ``Generator(bit_generator).random(shape)`` for a bit generator in ``state``:
+        (a native float64 array of ``shape``, the bit generator's state after the draw)."""
+        raise NotImplementedError

@@ -304,6 +304,15 @@ class EmulatedBackend(ArrayModuleBackend):
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "device": "host memory standing in for a device (tests only)"}
 
+    # NumPy's streams "on the device": NumPy draws them from the state handed over, as the
+    # kernels would, so the core's bookkeeping around random_doubles runs as on a GPU.
+    random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        from . import random_kernels
+
+        return random_kernels.numpy_doubles(state, shape)
+
     @staticmethod
     def _as_device_result(result: Any) -> Any:
         # CuPy returns 0-d arrays where NumPy returns scalars; so does the emulation.
@@ -560,6 +569,14 @@ class CupyBackend(ArrayModuleBackend):
             return result
         # NumPy divides 1 by the power; a zero base gives nan+nanj there
         return self.xp.where(z == 0, self.xp.asarray(complex(numpy.nan, numpy.nan), z.dtype), 1 / result)
+
+    # -- NumPy's PCG64 and MT19937 doubles computed on the GPU (backends/random_kernels.py) ------
+    random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        from . import random_kernels
+
+        return random_kernels.cuda_doubles(self, state, shape)
 
     # -- fusion: generated CUDA from the shared IR, launched by CuPy's kernel machinery ----------
     _REDUCE = {"add": ("a + b", "0"), "multiply": ("a * b", "1")}

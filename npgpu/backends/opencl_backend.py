@@ -284,6 +284,18 @@ class OpenCLBackend(Backend):
         self.kernels_built = 0
         _LIVE_BACKENDS.add(self)
 
+    # -- NumPy's PCG64 (and, on GPUs, MT19937) doubles computed on the device (random_kernels.py) --
+    @property
+    def random_streams(self) -> frozenset[str]:
+        from . import random_kernels
+
+        return random_kernels.opencl_streams(self)
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        from . import random_kernels
+
+        return random_kernels.opencl_doubles(self, state, shape)
+
     def prefers_host(self, func: Any) -> bool:
         """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot.
 

@@ -1,0 +1,45 @@
+"""NumPy's uniform doubles on the device (random_kernels) against NumPy's draw followed by an upload.
+
+"numpy" is NumPy's own ``Generator.random(n)``. For a device backend, path "kernel" computes the
+same numbers on the device from the bit generator's state (and moves the host generator past
+them); path "upload" draws them with NumPy and uploads them: what a seeded draw costs without
+the kernels. Both wait for the device. Runs without asv: ``python tools/run_suite.py
+benchmarks.bench_random TimeUniformDoubles --repeat 3``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .common import BACKENDS, BackendBenchmark, backends
+
+
+class TimeUniformDoubles(BackendBenchmark):
+    params = [BACKENDS, ["PCG64", "MT19937"], ["kernel", "upload"], [10**6, 10**7, 10**8]]
+    param_names = ["backend", "generator", "path", "n"]
+    timeout = 600
+
+    device: Any = None
+
+    def setup(self, backend: str, generator: str, path: str, n: int) -> None:
+        if backend == "numpy" and path == "upload":
+            raise NotImplementedError("NumPy draws on the host: one path")
+        self.setup_backend(backend)
+        self.rng = numpy.random.Generator(getattr(numpy.random, generator)(0))
+        if backend != "numpy":
+            self.device = backends.get_backend(backend.removeprefix("npgpu-"))
+            self.time_draw(backend, generator, path, min(n, 10**6))  # compile outside the timing
+
+    def time_draw(self, backend: str, generator: str, path: str, n: int) -> None:
+        if self.device is None:
+            self.rng.random(n)
+            return
+        bit_generator = self.rng.bit_generator
+        if path == "kernel":
+            native, bit_generator.state = self.device.random_doubles(bit_generator.state, (n,))
+        else:
+            native = self.device.from_host(self.rng.random(n))
+        self.device.sync()
+        del native
