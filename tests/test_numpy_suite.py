@@ -182,6 +182,22 @@ def test_expected_file_of_the_project_parses() -> None:
     assert all(e.reason for e in entries)
 
 
+@pytest.mark.parametrize(("message", "same"), [
+    ("Items are not equal:\n ACTUAL: np.int64(4)\n DESIRED: 4", True),
+    ("Items are not equal:\n ACTUAL: np.int8(10)\n DESIRED: 11", False),
+    ("Items are not equal:\n ACTUAL: 97\n DESIRED: 100", False),
+    ("Items are not equal:\n ACTUAL: array([5])\n DESIRED: 5", True),
+    ("Items are not equal:\n ACTUAL: np.False_\n DESIRED: array([False])", True),
+    ("Items are not equal:\n ACTUAL: array([nan, nan])\n DESIRED: nan", True),
+    ("Items are not equal:\n ACTUAL: np.uint8(0)\n DESIRED: array(0, dtype=uint8)", True),
+    ("Arrays are not equal\nMismatched elements: 1 / 3", False),
+])
+def test_triage_tells_a_type_mismatch_from_a_value_mismatch(message: str, same: bool) -> None:
+    import numpy_suite_triage
+
+    assert numpy_suite_triage._same_value_printed(message) is same
+
+
 # --- the runner: crashes and timeouts --------------------------------------------------------------
 
 
@@ -233,4 +249,5 @@ def test_numpy_suite_sample(tmp_path: Path) -> None:
         ns.write_failures(summary, Path(target))
     assert not problems, "\n".join(problems)
     assert summary.counts, "no test ran"
-    assert not summary.unexpected and not summary.stale, out.getvalue()
+    if summary.unexpected or summary.stale:  # (pytest.fail: the summary is the message, not a repr of it)
+        pytest.fail(out.getvalue(), pytrace=False)
