@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import importlib.util
 import json
 import os
 import re
@@ -263,6 +264,11 @@ def read_records(path: Path) -> tuple[dict[str, dict[str, Any]], list[str], list
     return records, [i for i in dict.fromkeys(started) if i not in records], sessions
 
 
+#: NumPy's own pytest setup (markers, the hypothesis profile np.test() uses, its autouse fixtures), where the
+#: installed NumPy ships it.
+NUMPY_CONFTEST = ("-p", "numpy.conftest") if importlib.util.find_spec("numpy.conftest") else ()
+
+
 def run_job(job: Job, build_dir: Path, sample: float, timeout: float, env: dict[str, str], fast: bool = False,
             host_asserts: bool = False, max_restarts: int = 20) -> Job:
     kind = "numpy" if job.mode == "numpy" else "npgpu"
@@ -274,7 +280,7 @@ def run_job(job: Job, build_dir: Path, sample: float, timeout: float, env: dict[
     t0 = time.perf_counter()
     while True:
         cmd = [sys.executable, "-m", "pytest", "-c", str(cwd / "pytest.ini"), "--rootdir", str(cwd),
-               "-p", "numpy.conftest", "-p", "numpy_suite_plugin", "-p", "no:cacheprovider",
+               *NUMPY_CONFTEST, "-p", "numpy_suite_plugin", "-p", "no:cacheprovider",
                "-q", "--tb=no", "--no-header", "-rN",
                "--npgpu-mode", job.mode, "--npgpu-results", str(job.results), "--npgpu-sample", str(sample),
                "--npgpu-done", str(done), "--npgpu-timeout", str(timeout), *job.files]
