@@ -72,6 +72,15 @@ filterwarnings =
     ignore:numpy.ufunc size changed
     ignore:the matrix subclass is not
     ignore:Importing from numpy.matlib is
+# The markers numpy.conftest registers, for a NumPy that doesn't ship it.
+markers =
+    slow
+    slow_pypy
+    leaks_references
+    valgrind_error
+    thread_unsafe
+    parallel_threads(n)
+    iterations(n)
 """
 
 
