@@ -92,8 +92,23 @@ class _Flags:
         self.f_contiguous = _contiguous(array.shape, array.strides, array.itemsize, reverse=False)
         self.contiguous = self.c_contiguous
         self.fortran = self.f_contiguous and not self.c_contiguous
-        self.aligned = True
-        self.owndata = bool(getattr(array._native, "base", None) is None)
+        native = array._native
+        alignment = array.dtype.alignment
+        self.aligned = (array._backend.address(native) % alignment == 0
+                        and all(stride % alignment == 0 for n, stride in zip(array.shape, array.strides) if n > 1))
+        self.owndata = bool(getattr(native, "base", None) is None)
+
+    _COMPARED = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another array's flags (NumPy's or a device array's) when every flag agrees."""
+        try:
+            same = all(self[k] == other[k] for k in self._COMPARED)  # type: ignore[index]
+            return same and (isinstance(other, _Flags) or not other["WRITEBACKIFCOPY"])  # type: ignore[index]
+        except (KeyError, TypeError):
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def writeable(self) -> bool:

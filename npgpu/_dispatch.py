@@ -428,7 +428,9 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
             operands = tuple(k for k in key if isinstance(k, numpy.dtype))
             supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
-            cached = _LOOPS[cache_key] = (loop, bool(supported), _lazy.can_fuse(backend, uf, loop, operands))
+            # (integer powers are checked for negative exponents before they run: not recorded by the C path)
+            fusible = _lazy.can_fuse(backend, uf, loop, operands) and not _integer_power(uf, loop)
+            cached = _LOOPS[cache_key] = (loop, bool(supported), fusible)
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented
@@ -439,6 +441,8 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             return NotImplemented
     if not same_shape:
         shape = _broadcast_check(inputs)
+    if uf is numpy.power and _integer_power(uf, loop):
+        _check_integer_exponents(inputs[1])
     if fusion and fusible and shape:  # (a 0-d result is NumPy's scalar: computed at once, not recorded)
         return _lazy.record(uf, loop, inputs, backend, shape, frame)
     if not supported:
@@ -450,6 +454,20 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     else:
         _report.count(uf, "device", frame)
     return wrap(result, backend, uf)
+
+
+def _integer_power(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
+    return uf is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i"
+
+
+def _check_integer_exponents(exponent: Any) -> None:
+    """NumPy's ValueError for an integer power with a negative exponent (the device would wrap)."""
+    if type(exponent) is DeviceArray or type(exponent) is numpy.ndarray:
+        negative = exponent.size and function(numpy.min, (exponent,), {}) < 0
+    else:
+        negative = isinstance(exponent, (int, numpy.integer)) and exponent < 0
+    if negative:
+        raise ValueError("Integers to negative integer powers are not allowed.")
 
 
 def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
@@ -473,9 +491,15 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if method == "__call__" and len(inputs) > uf.nin:  # outputs given positionally
         if "out" in kwargs:
             raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+        if any(o is Ellipsis for o in inputs[uf.nin:]):
+            raise TypeError("out=... is only allowed as a keyword argument.")
         kwargs = {**kwargs, "out": inputs[uf.nin:]}
         inputs = inputs[: uf.nin]
     out = kwargs.get("out")
+    if out is Ellipsis:  # NumPy's out=...: new arrays, never scalars
+        return _zero_d_arrays(ufunc(uf, method, inputs, {k: v for k, v in kwargs.items() if k != "out"}, frame))
+    if isinstance(out, tuple) and any(o is Ellipsis for o in out):
+        raise TypeError("must use `...` as `out=...` and not per-operand/in a tuple")
     if out is not None and not isinstance(out, tuple):
         kwargs = {**kwargs, "out": (out,)}
         out = kwargs["out"]
@@ -526,6 +550,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         except _WidenedComparison:
             return fallback(uf, call, inputs, kwargs, mutated, state,
                             reason="comparison with a Python int outside the array's dtype")
+        if _integer_power(uf, loop):
+            _check_integer_exponents(inputs[1])
         dtypes = loop
     else:
         dtypes = _dtypes(devices, hosts)
@@ -549,6 +575,13 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
+
+
+def _zero_d_arrays(result: Any) -> Any:
+    """A ufunc's result as arrays: NumPy scalars become 0-d arrays (``out=...``)."""
+    if isinstance(result, tuple):
+        return tuple(_zero_d_arrays(r) for r in result)
+    return numpy.asarray(result) if isinstance(result, numpy.generic) else result
 
 
 def _before_writes(mutated: list[DeviceArray]) -> None:

@@ -71,9 +71,15 @@ def index_key(key: Any) -> Any:
     """An index with its list components as host arrays (``a[[0, 2]]``, ``a[[True, False], 1]``)."""
     if type(key) is tuple:
         if any(type(k) is list for k in key):
-            return tuple(numpy.asarray(k) if type(k) is list else k for k in key)
+            return tuple(_index_array(k) if type(k) is list else k for k in key)
         return key
-    return numpy.asarray(key) if type(key) is list else key
+    return _index_array(key) if type(key) is list else key
+
+
+def _index_array(items: list[Any]) -> numpy.ndarray:
+    index = numpy.asarray(items)
+    # NumPy takes an empty list as an empty integer index (asarray would make it float64)
+    return index.astype(numpy.intp) if index.size == 0 and index.dtype == numpy.float64 else index
 
 
 # -- NumPy functions: which arguments are arrays ----------------------------------------------

@@ -13,6 +13,14 @@ from typing import Any, ClassVar
 import numpy
 
 
+def native_numeric(dtype: Any) -> bool:
+    """A bool, integer, float or complex dtype in native byte order (a Python scalar type, which
+    the core passes for weak scalars, counts as one)."""
+    if isinstance(dtype, type):
+        return True
+    return dtype.kind in "biufc" and dtype.isnative
+
+
 def reduction_identity(op: str, dtype: numpy.dtype) -> Any:
     """The value a reduction with ``op`` starts from, in ``dtype``."""
     if op in ("add", "logical_or"):
@@ -81,6 +89,10 @@ class Backend:
     def shares_memory(self, a: Any, b: Any) -> bool:
         raise NotImplementedError
 
+    def address(self, native: Any) -> int:
+        """The byte address (or offset into an aligned allocation) of a native's first element."""
+        return int(getattr(native, "offset", 0))
+
     def same_view(self, a: Any, b: Any) -> bool:
         """Whether two natives are the very same view (same memory, offset, shape and strides)."""
         return (getattr(a, "data", None) is getattr(b, "data", 0) and getattr(a, "offset", 0) == getattr(b, "offset", 0)
@@ -120,8 +132,9 @@ class Backend:
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
-        """False when a dtype can't live on this device at all (e.g. float64 without fp64)."""
-        return all(dt.kind in "biufc" for dt in dtypes)
+        """False when a dtype can't live on this device at all (e.g. float64 without fp64, or a
+        byte order other than the device's: '>f8' stays with NumPy)."""
+        return all(native_numeric(dt) for dt in dtypes)
 
     def supports_ufunc(
         self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]

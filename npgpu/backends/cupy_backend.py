@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy
 
-from .base import Backend
+from .base import Backend, native_numeric
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
 # Checked against numpy.testing.overrides in tests/test_registry.py; a name missing from the
@@ -117,12 +117,15 @@ class ArrayModuleBackend(Backend):
     def _pointer(a: Any) -> int:
         return a.data.ptr
 
+    def address(self, native: Any) -> int:
+        return self._pointer(native)
+
     # -- fusion ---------------------------------------------------------------
     supports_fusion = True  # type: ignore[assignment]
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
-        return all(dt.kind in "biufc" for dt in dtypes)
+        return all(native_numeric(dt) for dt in dtypes)
 
     def supports_ufunc(
         self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]
@@ -159,14 +162,17 @@ class ArrayModuleBackend(Backend):
         name = ufunc.__name__
         if method == "__call__":
             return getattr(xp, name)(*inputs, **kwargs)
-        if method == "reduce":
+        if method in ("reduce", "accumulate"):
             kwargs = dict(kwargs)
             kwargs.setdefault("axis", 0)
-            return getattr(xp, _UFUNC_REDUCE[name])(inputs[0], **kwargs)
-        if method == "accumulate":
-            kwargs = dict(kwargs)
-            kwargs.setdefault("axis", 0)
-            return getattr(xp, _UFUNC_ACCUMULATE[name])(inputs[0], **kwargs)
+            out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
+            target = out[0] if isinstance(out, tuple) else out
+            table = _UFUNC_REDUCE if method == "reduce" else _UFUNC_ACCUMULATE
+            result = getattr(xp, table[name])(inputs[0], **kwargs)
+            if target is None:
+                return result
+            target[...] = result  # (through a temporary: out= may be the input, as in accumulate(a, out=a))
+            return target
         if method == "outer":
             a, b = inputs
             return getattr(xp, name)(a.reshape(a.shape + (1,) * b.ndim), b)

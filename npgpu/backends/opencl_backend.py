@@ -1367,11 +1367,21 @@ class OpenCLBackend(Backend):
         return out
 
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
+        if a_min is None and a_max is None:  # NumPy 2: no bounds is a copy (into out=)
+            if out is None:
+                return self.copy(a)
+            self.copy_into(out, a)
+            return out
         lo = _identity("minimum", a.dtype) if a_min is None else a_min
         hi = _identity("maximum", a.dtype) if a_max is None else a_max
-        if a_min is None and a_max is None:
-            raise ValueError("One of max or min must be given")
         return self.ufunc_call(numpy._core.umath.clip, (a, lo, hi), out=out, **kwargs)
+
+    def real(self, a: CLArray) -> CLArray:
+        """The real part: a view of a complex array's memory (writes reach it), else the array."""
+        return _part(a, 0) if a.dtype.kind == "c" else a.view(a.shape, a.strides, a.offset)
+
+    def imag(self, a: CLArray) -> CLArray:
+        return _part(a, 1)
 
     def getitem(self, a: CLArray, key: Any) -> Any:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
@@ -1567,7 +1577,7 @@ def _comparison_loop(
 
 def _storable(dt: numpy.dtype) -> bool:
     """Dtypes that can live on the device: computed ones, and complex (stored; computed in NumPy)."""
-    return _table.is_supported_dtype(dt) or (dt.kind == "c" and dt.itemsize in (8, 16))
+    return _table.is_supported_dtype(dt) or (dt.kind == "c" and dt.itemsize in (8, 16) and dt.isnative)
 
 
 def _part(a: CLArray, k: int) -> CLArray:
@@ -1896,6 +1906,8 @@ _FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     numpy.array_split: _method("array_split"),
     numpy.where: _method("where"),
     numpy.clip: _method("clip"),
+    numpy.real: _method("real"),
+    numpy.imag: _method("imag"),
     numpy.ndarray.__getitem__: _method("getitem"),
     numpy.ndarray.__setitem__: _method("setitem"),
     numpy.ndarray.fill: _fill,
@@ -1937,6 +1949,8 @@ _KW = {
     numpy.matmul: {"out"},
     numpy.dot: {"out"},
     numpy.tensordot: {"axes"},
+    numpy.real: set(),
+    numpy.imag: set(),
     numpy.ndarray.__getitem__: set(),
     numpy.ndarray.__setitem__: set(),
     numpy.ndarray.fill: set(),
@@ -1955,7 +1969,7 @@ _COMPLEX_FUNCS = frozenset({
     numpy.empty, numpy.zeros, numpy.ones, numpy.full, numpy.empty_like, numpy.zeros_like, numpy.ones_like,
     numpy.full_like, numpy.ndarray.astype, numpy.copy, numpy.ndarray.copy, numpy.ascontiguousarray, numpy.reshape,
     numpy.ravel, numpy.transpose, numpy.ndarray.__getitem__, numpy.ndarray.__setitem__, numpy.ndarray.fill,
-    numpy.concatenate, numpy.stack, numpy.split, numpy.array_split,
+    numpy.concatenate, numpy.stack, numpy.split, numpy.array_split, numpy.real, numpy.imag,
 })
 #: positional index of the dtype argument (counting the array for methods and *_like)
 _DTYPE_POSITION: dict[Callable[..., Any], int] = {
@@ -2012,6 +2026,11 @@ def _supports_function(
         if func in (numpy.concatenate, numpy.stack) and target is not None and target.kind != "c":
             return False
         dtypes = ()
+    elif func is numpy.imag:
+        return False  # the imaginary part of a real array: NumPy's read-only zeros
+    if func in (numpy.concatenate, numpy.stack) and not isinstance(args[0] if args else kwargs.get("arrays"),
+                                                                    (list, tuple)):
+        return False  # an array given as the sequence of arrays: NumPy's to split into its rows
     if func in (numpy.split, numpy.array_split):
         sections = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
         if not isinstance(sections, (int, numpy.integer, list, tuple)):

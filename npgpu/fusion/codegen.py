@@ -137,9 +137,7 @@ def emit_body(
         elif isinstance(node, Scalar):
             expr = scalar_names[node.index]
         elif isinstance(node, Cast):
-            src = names[node.operand]
-            # C truncates 0.5 to 0; NumPy's bool conversion is "nonzero".
-            expr = f"(({ct})({src} != 0))" if node.dtype.kind == "b" else f"(({ct}){src})"
+            expr = _table.cast(names[node.operand], node.operand.dtype, node.dtype, dialect)
         elif isinstance(node, Apply):
             constant = len(node.operands) == 2 and isinstance(node.operands[1], Scalar)
             expr, needed = _table.render(

@@ -89,7 +89,7 @@ def ctype(dtype: numpy.dtype) -> str:
 
 def is_supported_dtype(dtype: numpy.dtype) -> bool:
     dtype = numpy.dtype(dtype)
-    return dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES)
+    return dtype.isnative and (dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES))
 
 
 def _wide_unsigned(dtype: numpy.dtype) -> str:
@@ -230,8 +230,8 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "minimum": {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN},
     "fmax": {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"},
     "fmin": {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"},
-    "clip": {
-        "biu": "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))",
+    "clip": {  # NumPy's: minimum(maximum(x, lo), hi), so lo > hi gives hi
+        "biu": "(({0} < {1} ? {1} : {0}) > {2} ? {2} : ({0} < {1} ? {1} : {0}))",
         "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")",
     },
     "equal": {"biuf": "({0} == {1})"},
@@ -387,6 +387,47 @@ def render(
     text = text.format(*operands, T=ctype(out_dt), U=_wide_unsigned(out_dt) if out_dt.kind in "iu" else "u32_t")
     text = _dialectize(text, d, in_dt)
     return f"(({ctype(out_dt)}){text})", helpers
+
+
+# -- casts ------------------------------------------------------------------------------------
+# C leaves a float -> integer conversion undefined when the value doesn't fit (devices saturate:
+# CUDA, and PoCL for narrow types); NumPy on x86-64 converts through the processor's truncating
+# instruction, whose out-of-range and NaN result is the most negative int32 (or int64), and
+# converts to 8- and 16-bit types through int32, wrapping: 130.0 -> int8 is -126. Generated casts
+# spell that rule out, where the host's NumPy follows it (probed once).
+_FLOAT_TO_INT_VIA = {"i1": "i4", "i2": "i4", "u1": "i4", "u2": "i4", "i4": "i4", "i8": "i8"}
+_LIMITS = {"i4": ("2147483648.0", "(-2147483647 - 1)"), "i8": ("9223372036854775808.0", "(-9223372036854775807L - 1)")}
+_x86_casts: list[bool] = []
+
+
+def numpy_casts_like_x86() -> bool:
+    """Whether the host NumPy's out-of-range float -> int casts give x86-64's results."""
+    if not _x86_casts:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            probe = numpy.array([130.0, 1e10, numpy.nan, -3e9])
+            narrow = probe.astype(numpy.int8).tolist() == [-126, 0, 0, 0]
+            wide = probe.astype(numpy.int32).tolist() == [130, -(2**31), -(2**31), -(2**31)]
+        _x86_casts.append(narrow and wide)
+    return _x86_casts[0]
+
+
+def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str) -> str:
+    """C for ``expression`` (of dtype ``source``) converted as NumPy converts it to ``target``."""
+    ct = ctype(target)
+    if target.kind == "b":
+        return f"(({ct})({expression} != 0))"  # C truncates 0.5 to 0; NumPy's bool is "nonzero"
+    via = _FLOAT_TO_INT_VIA.get(target.str[1:]) if source.kind == "f" else None
+    if via is None or not numpy_casts_like_x86():
+        return f"(({ct}){expression})"
+    limit, smallest = _LIMITS[via]
+    if dialect == "cuda" and via == "i8":
+        smallest = "(-9223372036854775807LL - 1)"
+    vt = CTYPES[via]
+    fits = f"({expression} >= -{limit} && {expression} < {limit})"
+    return f"(({ct})({fits} ? ({vt}){expression} : ({vt}){smallest}))"
 
 
 def typedefs(dialect: str) -> str:
