@@ -830,7 +830,7 @@ static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_
 
 enum { A_DATA, A_PENDING, A_BACKEND, A_SCALAR, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_COUNT };
-static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key;
+static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key, off_owner;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -878,7 +878,8 @@ configure_fusion(PyObject *module, PyObject *args)
         }
     }
     if (slot_offset((PyTypeObject *)scalar_arg, "value", &off_value) < 0 ||
-        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0) {
+        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0 ||
+        slot_offset((PyTypeObject *)ref, "owner", &off_owner) < 0) {
         return NULL;
     }
     Py_XSETREF(r_array, (PyTypeObject *)Py_NewRef(array));
@@ -1004,14 +1005,19 @@ new_pending_array(PyObject *pending, PyObject *backend)
     PyObject *ref_args[2] = {array, r_forget};
     PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
     PyObject *key = PyLong_FromVoidPtr(array);
-    if (ref == NULL || key == NULL || (set_slot(ref, off_key, key), PyDict_SetItem(r_refs, key, ref) < 0)) {
+    /* the recording thread, as threading.get_ident() says it: npgpu.sync() runs its own thread's */
+    PyObject *owner = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (ref == NULL || key == NULL || owner == NULL ||
+        (set_slot(ref, off_key, key), set_slot(ref, off_owner, owner), PyDict_SetItem(r_refs, key, ref) < 0)) {
         Py_XDECREF(ref);
         Py_XDECREF(key);
+        Py_XDECREF(owner);
         Py_DECREF(array);
         return NULL;
     }
     Py_DECREF(ref);
     Py_DECREF(key);
+    Py_DECREF(owner);
     return array;
 }
 
