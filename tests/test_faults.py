@@ -339,17 +339,32 @@ def test_cupy_exits_cleanly_with_work_in_flight():
 def test_cupy_memory_and_device_errors_become_npgpu_errors():
     cupy = pytest.importorskip("cupy")
     backend = get_backend("cupy")
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
     free, total = cupy.cuda.Device().mem_info
     with pytest.raises(_errors.DeviceMemoryError) as caught:
-        backend.call_function(numpy.empty, ((total // 8 + 1,),), {})
+        backend.call_function(numpy.empty, ((total // 8 + 1,),), {})  # more bytes than the device has
     assert caught.value.total == total and "free now" in str(caught.value)
     with pytest.raises(_errors.DeviceLostError, match="stopped working"):
         backend._raise_fault(cupy.cuda.runtime.CUDARuntimeError(700))
-    with npgpu.enable("cupy"):
-        npgpu.report(reset=True)
-        a = npgpu.zeros(total // 8 + 1, dtype=numpy.uint8)  # fits in host memory (machine: more RAM than GPU)
-        assert type(a) is numpy.ndarray and a.size == total // 8 + 1
-        assert any(r.startswith("device memory") for r in _fallback_reasons())
+    hog = cupy.empty(free - (1 << 30), numpy.uint8)  # a device with about 1 GiB left
+    try:
+        with npgpu.enable("cupy"):
+            npgpu.report(reset=True)
+            a = npgpu.zeros(2 << 30, dtype=numpy.uint8)
+            assert type(a) is numpy.ndarray and a.size == 2 << 30 and not a.any()
+            del a
+            host = numpy.linspace(0.0, 1.0, 20_000)
+            x = npgpu.asarray(host)
+            outer = x[:, None] * x[None, :] + 1.0  # 3.2 GB
+            assert float(outer.sum()) == pytest.approx((host[:, None] * host[None, :] + 1.0).sum(), rel=1e-12)
+            got = numpy.asarray(outer)
+            assert got[123, 4567] == host[123] * host[4567] + 1.0 and outer._pending is not None
+            del got
+            assert any(r.startswith("device memory") for r in _fallback_reasons())
+    finally:
+        del hog
+        pool.free_all_blocks()
 
 
 @pytest.mark.gpu
