@@ -297,6 +297,8 @@ def _check_python_ints(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[num
                 if uf in _COMPARISONS:
                     raise _WidenedComparison
                 raise OverflowError(f"Python integer {x} out of bounds for {dt}")
+        elif type(x) is int and dt.kind == "b" and not -(1 << 63) <= x < 1 << 63:  # (NumPy goes through a C long)
+            raise OverflowError("Python int too large to convert to C long")
 
 
 # (ufunc, operand dtypes or weak scalar types, backend) -> (loop dtypes, backend supports it)

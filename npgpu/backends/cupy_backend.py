@@ -151,6 +151,20 @@ class ArrayModuleBackend(Backend):
             return ufunc.nin == 2 and not kwargs and self._has_loop(xp_ufunc, ufunc, dtypes)
         return False
 
+    def _check_int_power(self, base: Any, exponent: Any) -> None:
+        """NumPy's ValueError for integers to negative integer powers (CuPy computes them)."""
+
+        def kind(x: Any) -> str:
+            return x.dtype.kind if hasattr(x, "dtype") else "b" if type(x) is bool else numpy.dtype(type(x)).kind
+
+        if kind(base) not in "iu" or kind(exponent) != "i":
+            return
+        if not math.prod(numpy.broadcast_shapes(numpy.shape(base), numpy.shape(exponent))):
+            return  # (NumPy raises only where it computes an element)
+        negative = bool((exponent < 0).any()) if isinstance(exponent, self.xp.ndarray) else exponent < 0
+        if negative:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
     def _has_loop(self, xp_ufunc: Any, ufunc: numpy.ufunc, dtypes: tuple[numpy.dtype, ...]) -> bool:
         types = getattr(xp_ufunc, "types", None)
         if types is None:
@@ -164,6 +178,8 @@ class ArrayModuleBackend(Backend):
         xp = self.xp
         name = ufunc.__name__
         if method == "__call__":
+            if ufunc is numpy.power and len(inputs) == 2:
+                self._check_int_power(*inputs)
             return getattr(xp, name)(*inputs, **kwargs)
         if method == "reduce":
             kwargs = dict(kwargs)
@@ -242,6 +258,17 @@ class ArrayModuleBackend(Backend):
         return a[key]
 
     def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
+        if type(value) in (int, float, complex, bool):
+            try:  # NumPy's conversion and its errors (OverflowError for 300 into uint8, which CuPy wraps)
+                numpy.empty((), a.dtype)[()] = value
+            except (OverflowError, ValueError, TypeError):
+                # NumPy reports a bad basic index or mask before a bad value, the bounds of index arrays after
+                items = key if isinstance(key, tuple) else (key,)
+                arrays = any(isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu")
+                             for k in items)
+                if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
+                    a[key]  # noqa: B018  (for its IndexError only)
+                raise
         self._check_index_bounds(a, key)
         a[key] = value
 

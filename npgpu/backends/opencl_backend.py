@@ -98,6 +98,8 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    if 0 in shape:  # (NumPy's flags: an empty array is contiguous whatever its strides)
+        return True
     acc = itemsize
     for n, s in zip(reversed(shape), reversed(strides), strict=True):
         if n == 0:
@@ -151,6 +153,8 @@ def _weak_type(x: Any) -> Any:
     """What NumPy's dtype resolution takes for an operand (Python scalars stay weak)."""
     if isinstance(x, CLArray):
         return x.dtype
+    if type(x) is bool:  # (a Python bool is NumPy's bool, not a weak scalar)
+        return numpy.dtype(bool)
     if type(x) in _PY_SCALARS:  # NEP 50: only Python scalars are weak (numpy.float64 subclasses float)
         return type(x)
     return numpy.asarray(x).dtype
@@ -767,15 +771,18 @@ class OpenCLBackend(Backend):
         loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
         if ufunc.__name__ in _COMPARISONS:
             loop, types = _comparison_loop(ufunc, inputs, loop, types)
+        for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
+            if type(x) is int:
+                _scalar_value(x, dt)
         nin = ufunc.nin
         for k, o in enumerate(outs):
             if o is not None and not numpy.can_cast(loop[nin + k], o.dtype, casting):
                 raise numpy._core._exceptions._UFuncOutputCastingError(ufunc, casting, loop[nin + k], o.dtype, k)
-        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i":
-            self._check_int_power(inputs[1])
         shapes = [x.shape for x in inputs if isinstance(x, CLArray)]
         shapes += [numpy.shape(x) for x in inputs if not isinstance(x, CLArray)]
         shape = numpy.broadcast_shapes(*shapes)
+        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i" and math.prod(shape):
+            self._check_int_power(inputs[1])  # (NumPy raises only where it computes an element)
         for o in outs:
             if o is not None:
                 if numpy.broadcast_shapes(shape, o.shape) != o.shape:
@@ -1002,7 +1009,8 @@ class OpenCLBackend(Backend):
         where: Any = True,
     ) -> Any:
         """sum/prod/max/min/any/all and nan-variants with NumPy's arguments and result dtype."""
-        axes = _norm_axes(axis, a.ndim)
+        # (NumPy's ufunc reductions take axis 0 or -1 of a 0-d array: nothing to reduce)
+        axes = () if a.ndim == 0 and type(axis) is int and axis in (0, -1) else _norm_axes(axis, a.ndim)
         op, nan_to = _REDUCTION_KINDS[kind]
         res_dt = _result_dtype(kind, a.dtype, dtype)
         acc = res_dt
@@ -1132,18 +1140,18 @@ class OpenCLBackend(Backend):
     def argreduce(
         self, kind: str, a: CLArray, axis: Any = None, out: CLArray | None = None, keepdims: bool = False
     ) -> Any:
-        if a.size == 0:
+        whole = axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1))  # (NumPy takes these of 0-d)
+        axes: tuple[int, ...] = (0,) if whole else _norm_axes(axis, a.ndim)  # (its AxisError first)
+        if (a.size if whole else math.prod(a.shape[d] for d in axes)) == 0:
             raise ValueError(f"attempt to get {kind} of an empty sequence")
-        if axis is None:
+        if whole:
             src = a if a.c_contiguous else self.copy(a)
             src = self.reshape(src, (a.size,))
-            axes: tuple[int, ...] = (0,)
         else:
             src = a
-            axes = _norm_axes(axis, a.ndim)
         graph = self._graph_cast(a.dtype, a.dtype)
         _, index = self.map_reduce(graph, [src], [], kind, axes, a.dtype, _identity("maximum", a.dtype), src.shape)
-        if axis is None:
+        if whole:
             index = self.reshape(index, ())
             if keepdims:
                 index = self.reshape(index, (1,) * a.ndim)
@@ -1184,7 +1192,7 @@ class OpenCLBackend(Backend):
 
     def cumulative(self, kind: str, a: CLArray, axis: Any = None, dtype: Any = None, out: Any = None) -> CLArray:
         res_dt = _result_dtype(kind, a.dtype, dtype)
-        if axis is None:
+        if axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1)):  # (NumPy takes these of 0-d)
             src = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
             ax = 0
         else:
@@ -1293,18 +1301,16 @@ class OpenCLBackend(Backend):
 
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
+        probe = numpy.empty((), a.dtype)
+        probe[()] = value  # NumPy's own assignment: its errors (OverflowError for -1 into uint32), even for no elements
         if a.size == 0:
             return
         if a.dtype.kind == "c":
-            v = numpy.asarray(value).astype(a.dtype)[()]
+            v = probe[()]
             self.fill(_part(a, 0), v.real)
             self.fill(_part(a, 1), v.imag)
             return
-        v = (
-            numpy.asarray(value).astype(a.dtype)
-            if not isinstance(value, int) or a.dtype.kind not in "iu"
-            else _scalar_value(value, a.dtype)
-        )
+        v = probe
         b = ir.GraphBuilder()
         key = ("fill", a.dtype)
         graph = self._graphs.get(key)
@@ -1411,11 +1417,19 @@ class OpenCLBackend(Backend):
         return out
 
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
-        lo = _identity("minimum", a.dtype) if a_min is None else a_min
-        hi = _identity("maximum", a.dtype) if a_max is None else a_max
+        if a.dtype.kind in "iu":  # NumPy's clip drops Python-int bounds beyond the dtype (NEP 50, no error)
+            info = numpy.iinfo(a.dtype)
+            if type(a_min) is int and a_min <= info.min:
+                a_min = None
+            if type(a_max) is int and a_max >= info.max:
+                a_max = None
         if a_min is None and a_max is None:
-            raise ValueError("One of max or min must be given")
-        return self.ufunc_call(numpy._core.umath.clip, (a, lo, hi), out=out, **kwargs)
+            return self.ufunc_call(numpy.positive, (a,), out=out, **kwargs)
+        if a_min is None:
+            return self.ufunc_call(numpy.minimum, (a, a_max), out=out, **kwargs)
+        if a_max is None:
+            return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
+        return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)
 
     def getitem(self, a: CLArray, key: Any) -> Any:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
@@ -2075,6 +2089,8 @@ def _supports_function(
         if func is numpy.ndarray.__setitem__ and len(args) > 2:
             v = args[2]
             if not (isinstance(v, (int, float, bool, numpy.generic)) or _native_or_device(v)):
+                return False
+            if _native_or_device(key) and not args[0].flags.c_contiguous:  # (a mask into a strided view: NumPy)
                 return False
     if func is numpy.where and len(args) != 3:
         return False

@@ -131,6 +131,8 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
     """Whether ``ufunc`` with ``loop`` over arrays of ``operands`` dtypes can be recorded for ``backend``."""
     if ufunc.nout != 1 or not getattr(backend, "supports_fusion", False):
         return False
+    if ufunc is numpy.power and loop[1].kind == "i":  # NumPy raises for negative integer exponents:
+        return False  # the eager path checks them at the call, where the error belongs
     dtypes = loop + operands
     return (all(_table.is_supported_dtype(dt) for dt in dtypes) and _table.supports_loop(ufunc, loop)
             and backend.supports_dtypes(dtypes))
@@ -573,6 +575,8 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     ndim = len(pending.shape)
     if axis is None:
         axes = tuple(range(ndim))
+    elif ndim == 0 and type(axis) is int and axis in (0, -1) and not divide:
+        axes = ()  # (NumPy's ufunc reductions take these of a 0-d array; its mean does not)
     else:
         axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
     probe = numpy.zeros(1, pending.dtype)

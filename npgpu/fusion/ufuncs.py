@@ -231,7 +231,8 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "fmax": {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"},
     "fmin": {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"},
     "clip": {
-        "biu": "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))",
+        # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
+        "biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
         "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")",
     },
     "equal": {"biuf": "({0} == {1})"},
