@@ -281,6 +281,17 @@ def test_a_stuck_staging_worker_is_reported_naming_its_chunk(capfd):
     assert done == [3, 3, 3, 3]  # fresh threads took the next transfer
 
 
+def test_staging_workers_end_on_shutdown():
+    workers = _StagingWorkers(2, name="npgpu-test-shutdown")
+    workers.run(lambda group, progress: None, _chunks(2), "an upload", None)
+    threads = [t for t in threading.enumerate() if t.name.startswith("npgpu-test-shutdown")]
+    assert len(threads) == 2
+    workers.shutdown()
+    for t in threads:
+        t.join(5)
+    assert not any(t.is_alive() for t in threads)
+
+
 def test_a_staging_workers_error_is_raised_once_every_worker_stopped():
     workers = _StagingWorkers(3)
     running = []
@@ -376,7 +387,7 @@ def test_a_cupy_kernel_that_fails_to_build_is_a_counted_fallback(monkeypatch):
 
     def broken(self, graph):
         preamble, call, spec = real(self, graph)
-        return preamble + "\nnpgpu_undeclared_name;\n", call, spec
+        return preamble + "\n#error npgpu_undeclared_name\n", call, spec
 
     monkeypatch.setattr(CupyBackend, "_fused_function", broken)
     backend = get_backend("cupy")

@@ -407,10 +407,21 @@ class _StagingWorkers:
             threading.Thread(target=self._serve, args=(jobs,), name=f"{self.name}-{i}", daemon=True).start()
         return jobs
 
+    def shutdown(self) -> None:
+        """Let the threads end once they are idle (the next transfer starts new ones)."""
+        with self._lock:
+            jobs, self._queue = self._queue, None
+        if jobs is not None:
+            for _ in range(self.workers):
+                jobs.put(None)
+
     @staticmethod
     def _serve(jobs: Any) -> None:
         while True:
-            future, fn, args = jobs.get()
+            job = jobs.get()
+            if job is None:
+                return
+            future, fn, args = job
             if not future.set_running_or_notify_cancel():
                 continue
             try:
