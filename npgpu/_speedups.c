@@ -1123,6 +1123,8 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (xs == NULL) {
         return NULL;
     }
+    /* (held: consume() runs Python code, and another thread may compute x or y meanwhile) */
+    Py_XINCREF(xp);
     PyObject *result = NULL, *key = NULL, *xdtype = NULL, *xshape = NULL, *ydtype = NULL, *operand = NULL;
     int scalar = Py_IS_TYPE(y, &PyFloat_Type);
     xdtype = source_attr(xs, xp, P_DTYPE);
@@ -1140,8 +1142,10 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         PyObject *ys = source_of(y, &yp);
         if (ys == NULL) {
+            yp = NULL;
             goto done;
         }
+        Py_XINCREF(yp);
         PyObject *yshape = source_attr(ys, yp, P_SHAPE);
         xshape = yshape == NULL ? NULL : source_attr(xs, xp, P_SHAPE);
         int differ = xshape == NULL ? -1 : PyObject_RichCompareBool(yshape, xshape, Py_NE);
@@ -1236,6 +1240,8 @@ done:
     Py_XDECREF(ydtype);
     Py_XDECREF(xshape);
     Py_XDECREF(operand);
+    Py_XDECREF(xp);
+    Py_XDECREF(yp);
     return result;
 }
 
@@ -1262,6 +1268,7 @@ record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (xs == NULL) {
         return NULL;
     }
+    Py_XINCREF(xp); /* (held, as in record_binary) */
     PyObject *result = NULL, *key = NULL, *shape = NULL, *loop = NULL;
     PyObject *dtype = source_attr(xs, xp, P_DTYPE);
     if (dtype == NULL || (key = PyTuple_Pack(3, ufunc, backend, dtype)) == NULL) {
@@ -1308,6 +1315,7 @@ done:
     Py_XDECREF(key);
     Py_XDECREF(shape);
     Py_XDECREF(loop);
+    Py_XDECREF(xp);
     return result;
 }
 
@@ -1371,19 +1379,17 @@ add_tagged(Walk *w, PyObject *tag, PyObject *obj)
     return PyList_GET_SIZE(w->signature) - 1;
 }
 
+/* Pending x's position; `pending` is x's recorded call as read once by the caller: another thread
+ * may compute x while this runs (an allocation here can run a collection, whose callbacks can let
+ * other threads run), so it is held, not read again. */
 static Py_ssize_t
-walk_node(Walk *w, PyObject *x, int depth)
+walk_node(Walk *w, PyObject *x, PyObject *pending, int depth)
 {
     if (depth > 1000) {
         PyErr_SetString(PyExc_RecursionError, "pending graph too deep");
         return -1;
     }
-    PyObject *pending = get_slot(x, off_array[A_PENDING], "_pending");
-    if (pending != NULL && !Py_IS_TYPE(pending, r_pending)) {
-        PyErr_SetString(PyExc_TypeError, "walk: the root is not a pending array");
-        return -1;
-    }
-    PyObject *operands = pending == NULL ? NULL : get_slot(pending, off_pending[P_OPERANDS], "operands");
+    PyObject *operands = get_slot(pending, off_pending[P_OPERANDS], "operands");
     if (operands == NULL) {
         return -1;
     }
@@ -1391,10 +1397,12 @@ walk_node(Walk *w, PyObject *x, int depth)
         PyErr_SetString(PyExc_TypeError, "Pending.operands is not a tuple");
         return -1;
     }
+    Py_INCREF(pending);
     Py_INCREF(operands);
     PyObject *refs = PyTuple_New(PyTuple_GET_SIZE(operands));
     if (refs == NULL) {
         Py_DECREF(operands);
+        Py_DECREF(pending);
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(operands); i++) {
@@ -1435,7 +1443,7 @@ walk_node(Walk *w, PyObject *x, int depth)
             }
             else {
                 position = seen_get(w, o);
-                if (position < 0 && (position = walk_node(w, o, depth + 1)) < 0) {
+                if (position < 0 && (position = walk_node(w, o, inner, depth + 1)) < 0) {
                     goto error;
                 }
             }
@@ -1456,11 +1464,13 @@ walk_node(Walk *w, PyObject *x, int depth)
     Py_DECREF(entry);
     Py_DECREF(refs);
     Py_DECREF(operands);
+    Py_DECREF(pending);
     Py_ssize_t position = PyList_GET_SIZE(w->signature) - 1;
     return seen_put(w, x, position) < 0 ? -1 : position;
 error:
     Py_DECREF(refs);
     Py_DECREF(operands);
+    Py_DECREF(pending);
     return -1;
 }
 
@@ -1477,10 +1487,18 @@ walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "walk(root: DeviceArray, out_dtype)");
         return NULL;
     }
+    PyObject *root = get_slot(args[0], off_array[A_PENDING], "_pending");
+    if (root == NULL) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(root, r_pending)) {
+        PyErr_SetString(PyExc_TypeError, "walk: the root is not a pending array");
+        return NULL;
+    }
     Walk w = {PyList_New(0), PyList_New(0), PyList_New(0), PyList_New(0), NULL, NULL, 0, 0};
     PyObject *result = NULL;
     if (w.signature != NULL && w.inputs != NULL && w.scalars != NULL && w.pendings != NULL &&
-        walk_node(&w, args[0], 0) >= 0 && PyList_Append(w.signature, args[1]) == 0) {
+        walk_node(&w, args[0], root, 0) >= 0 && PyList_Append(w.signature, args[1]) == 0) {
         PyObject *key = PyList_AsTuple(w.signature);
         if (key != NULL) {
             result = PyTuple_Pack(4, key, w.inputs, w.scalars, w.pendings);

@@ -421,11 +421,12 @@ class _StagingWorkers:
             job = jobs.get()
             if job is None:
                 return
-            future, fn, args = job
+            future, fn, group, progress = job
             if not future.set_running_or_notify_cancel():
                 continue
+            progress[1] = monotonic()  # (time spent queued behind other transfers is no sign of a stuck worker)
             try:
-                future.set_result(fn(*args))
+                future.set_result(fn(group, progress))
             except BaseException as exc:  # (handed to the waiting caller, which raises it)
                 future.set_exception(exc)
 
@@ -448,8 +449,12 @@ class _StagingWorkers:
             for group, state in zip(groups, progress, strict=True):
                 future: Future[None] = Future()
                 futures.append(future)
-                jobs.put((future, work, (group, state)))
+                jobs.put((future, work, group, state))
             self._wait(futures, progress, what, keep)
+        except _errors.StagingTimeoutError:  # (the stuck worker is abandoned: no waiting for it)
+            for future in futures:
+                future.cancel()
+            raise
         except BaseException:
             for future in futures:
                 future.cancel()  # (groups not started yet never start)
@@ -499,8 +504,8 @@ class _StagingWorkers:
         raise _errors.StagingTimeoutError(
             f"npgpu: {what} through the pinned staging threads made no progress in {self.timeout:.0f} s ({chunks}). "
             "Tracebacks of all threads went to stderr. The memory involved is kept alive and new threads take the "
-            "next transfers; if this repeats, npgpu.enable('cupy') with smaller arrays, or report it with the "
-            "tracebacks.")
+            "next transfers. If this repeats, report it with the tracebacks; arrays smaller than "
+            "CupyBackend.pinned_min_bytes move with one plain copy instead (raise it to avoid the staging threads).")
 
 
 class _PinnedStager:
