@@ -13,7 +13,16 @@ import numpy as _numpy
 from . import _namespace, _random
 from ._array import DeviceArray
 from ._config import current_backend, disable, enable
-from ._errors import BackendUnavailableError, FallbackError, FallbackWarning, PerformanceWarning
+from ._errors import (
+    BackendUnavailableError,
+    DeviceLostError,
+    DeviceMemoryError,
+    FallbackError,
+    FallbackWarning,
+    KernelBuildError,
+    PerformanceWarning,
+    StagingTimeoutError,
+)
 from ._report import Report, report
 
 globals().update(_namespace.mirror(_numpy, "npgpu", _namespace.numpy_dispatched()))
@@ -26,7 +35,8 @@ native_wrappers = _namespace.native_wrappers
 
 __version__ = "0.1.0"
 __all__ = [  # npgpu's own names; NumPy's are added to the module namespace above
-    "BackendUnavailableError", "DeviceArray", "FallbackError", "FallbackWarning", "PerformanceWarning", "Report",
+    "BackendUnavailableError", "DeviceArray", "DeviceLostError", "DeviceMemoryError", "FallbackError",
+    "FallbackWarning", "KernelBuildError", "PerformanceWarning", "Report", "StagingTimeoutError",
     "asnumpy", "current_backend", "disable", "enable", "native_wrappers", "report", "routed_functions", "sync",
 ]
 __all__ += [name for name in _numpy.__all__ if name not in __all__]  # `from npgpu import *` is NumPy's star
@@ -41,13 +51,15 @@ def asnumpy(x: Any) -> _numpy.ndarray:
 
 
 def sync() -> None:
-    """Wait until all device work queued so far has finished (for timing, before reading clocks)."""
+    """Run the fused work this thread has recorded, then wait until all device work queued so far
+    (by any thread) has finished: for timing, before reading clocks. Other threads' recorded
+    (not yet queued) work stays theirs to run."""
     from .backends import _instances  # (already imported: a module attribute lookup, not an import)
     from .fusion import lazy
 
     if lazy._pending:
-        lazy.flush_all()
-    for backend in _instances.values():
+        lazy.flush_thread()
+    for backend in list(_instances.values()):
         backend.sync()
 
 

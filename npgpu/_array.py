@@ -301,8 +301,9 @@ class DeviceArray(NDArrayOperatorsMixin):
     # -- attributes ---------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        if self._pending is not None:
-            return self._pending.shape
+        pending = self._pending  # (read once: another thread may compute the array meanwhile)
+        if pending is not None:
+            return pending.shape
         return tuple(self._device_data.shape)
 
     @shape.setter
@@ -311,8 +312,9 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     @property
     def dtype(self) -> numpy.dtype:
-        if self._pending is not None:
-            return self._pending.dtype
+        pending = self._pending
+        if pending is not None:
+            return pending.dtype
         return self._device_data.dtype
 
     @property

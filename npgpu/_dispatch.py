@@ -14,7 +14,8 @@ import numpy
 from . import _array as _array_module
 from . import _config, _operands, _placement, _report
 from ._array import DeviceArray
-from ._fallback import fallback, run_on_host, to_host_tree
+from ._errors import FALLBACK_FAULTS, DeviceMemoryError
+from ._fallback import fallback, notify, run_on_host, to_host_tree
 from .fusion import lazy as _lazy
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
@@ -110,13 +111,19 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     """A host copy of a device array with the same memory order of its axes (NumPy's order='K'),
     so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
     start = time.perf_counter()
-    backend, native = array._backend, array._native
-    order = _axes_in_memory_order(native.shape, native.strides)
-    if order is None:
-        host = backend.to_host(native)
-    else:  # download the axes in memory order (a C-order copy of that view), then put them back
-        view = backend.call_function(numpy.transpose, (native, order), {})
-        host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
+    backend = array._backend
+    try:
+        native = array._native  # (computing a pending array can find the device too small)
+        order = _axes_in_memory_order(native.shape, native.strides)
+        if order is None:
+            host = backend.to_host(native)
+        else:  # download the axes in memory order (a C-order copy of that view), then put them back
+            view = backend.call_function(numpy.transpose, (native, order), {})
+            host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
+    except DeviceMemoryError:  # [device faults] a fused result too large for the device: NumPy computes it
+        if array._pending is None:
+            raise
+        host = _lazy.host_value(array)
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
     return host
 
@@ -229,9 +236,14 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             _report.record(func, "host")
             return func(*args, **kwargs)
         return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend))
-    nargs = tuple(to_native_tree(a, backend, func) for a in args)
-    nkwargs = {k: to_native_tree(v, backend, func) for k, v in kwargs.items()}
-    result = backend.call_function(func, nargs, nkwargs)
+    try:
+        nargs = tuple(to_native_tree(a, backend, func) for a in args)
+        nkwargs = {k: to_native_tree(v, backend, func) for k, v in kwargs.items()}
+        result = backend.call_function(func, nargs, nkwargs)
+    except FALLBACK_FAULTS as fault:  # [device faults] no device memory, or a kernel that won't build
+        if mutated:  # (part of the write may have happened: no second try on the host)
+            raise
+        return fallback(func, func, args, kwargs, mutated, state, reason=fault.reason)
     _report.record(func, "device")
     out = kwargs.get("out")
     if isinstance(out, DeviceArray):
@@ -296,9 +308,15 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
     """A constructor's NumPy result where it belongs: uploaded when it is large enough to pay."""
     if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
+        try:
+            native = upload(host, backend, func)
+        except DeviceMemoryError as fault:  # [device faults] it stays in host memory, counted
+            notify(state, func, fault.reason)
+            _report.record(func, "fallback", reason=fault.reason)
+            return host
         _report.record(func, "device")
         # np.asarray(read_only_array) is that array in NumPy: its device copy is read-only too
-        return DeviceArray(upload(host, backend, func), backend, readonly=not host.flags.writeable)
+        return DeviceArray(native, backend, readonly=not host.flags.writeable)
     _report.record(func, "host")
     return host
 
@@ -377,6 +395,8 @@ def _check_python_ints(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[num
                 if uf in _COMPARISONS:
                     raise _WidenedComparison
                 raise OverflowError(f"Python integer {x} out of bounds for {dt}")
+        elif type(x) is int and dt.kind == "b" and not -(1 << 63) <= x < 1 << 63:  # (NumPy goes through a C long)
+            raise OverflowError("Python int too large to convert to C long")
 
 
 # (ufunc, operand dtypes or weak scalar types, backend) -> (loop dtypes, backend supports it)
@@ -447,8 +467,11 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
         return _lazy.record(uf, loop, inputs, backend, shape, frame)
     if not supported:
         return NotImplemented
-    natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
-    result = backend.call_ufunc(uf, "__call__", natives, {})
+    try:
+        natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
+        result = backend.call_ufunc(uf, "__call__", natives, {})
+    except FALLBACK_FAULTS as fault:  # [device faults]
+        return fallback(uf, uf, inputs, {}, [], _config.current(), reason=fault.reason)
     if frame is None:
         _report.record(uf, "device")
     else:
@@ -563,14 +586,17 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
-    if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
-        return out[0]
-    _before_writes(mutated)
-    ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
-    options = {k: to_native_tree(v, backend, uf) for k, v in options.items()}
-    if out is not None:
-        options["out"] = tuple(None if o is None else o._native for o in out)
-    result = backend.call_ufunc(uf, method, ninputs, options)
+    try:
+        if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
+            return out[0]
+        _before_writes(mutated)
+        ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
+        options = {k: to_native_tree(v, backend, uf) for k, v in options.items()}
+        if out is not None:
+            options["out"] = tuple(None if o is None else o._native for o in out)
+        result = backend.call_ufunc(uf, method, ninputs, options)
+    except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
+        return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
     _report.record(uf, "device")
     if out is not None:
         return out[0] if len(out) == 1 else out
@@ -613,7 +639,7 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     shape = _broadcast_check(inputs)
     if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
         return False
-    array = _lazy.record(uf, loop, inputs, backend, target.shape)
+    array = _lazy.record(uf, loop, inputs, backend, target.shape, register=False)  # (no other thread runs it)
     if _lazy.reads_overlapping(array, backend, destination):
         _lazy.discard(array)
         return False

@@ -14,7 +14,7 @@ import numpy
 
 from . import _config, _placement, _report
 from ._array import DeviceArray
-from ._errors import FallbackError, FallbackWarning
+from ._errors import DeviceMemoryError, FallbackError, FallbackWarning
 from .fusion import lazy as _lazy
 
 logger = logging.getLogger("npgpu")
@@ -29,7 +29,7 @@ def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] 
 
     if isinstance(obj, DeviceArray):
         if copies is not None:
-            for device, host in copies.values():
+            for device, host in copies.values():  # one host copy per device array: `a += 1` is add(a, 1, out=a)
                 if device is obj:
                     return host
         host = to_host(obj)
@@ -109,7 +109,13 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], give
         if devices and result.nbytes >= _placement.upload_threshold_bytes(state):
             backend = devices[0]._backend
             if backend.supports_dtypes((result.dtype,)):
-                return DeviceArray(upload(result, backend), backend, readonly=not result.flags.writeable)
+                try:
+                    return DeviceArray(upload(result, backend), backend, readonly=not result.flags.writeable)
+                except DeviceMemoryError:  # [device faults] too large for the device: it stays on the host
+                    return result
     if isinstance(result, (tuple, list)):
         return type(result)(_place_result(r, state, args, given) for r in result)
     return result
+
+
+_lazy.notify_fallback = notify  # (lazy.py, below this module, counts the fallbacks of fused work)

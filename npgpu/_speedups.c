@@ -830,7 +830,7 @@ static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_
 
 enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_COUNT };
-static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key;
+static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key, off_owner;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -878,7 +878,8 @@ configure_fusion(PyObject *module, PyObject *args)
         }
     }
     if (slot_offset((PyTypeObject *)scalar_arg, "value", &off_value) < 0 ||
-        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0) {
+        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0 ||
+        slot_offset((PyTypeObject *)ref, "owner", &off_owner) < 0) {
         return NULL;
     }
     Py_XSETREF(r_array, (PyTypeObject *)Py_NewRef(array));
@@ -999,14 +1000,19 @@ new_pending_array(PyObject *pending, PyObject *backend)
     PyObject *ref_args[2] = {array, r_forget};
     PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
     PyObject *key = PyLong_FromVoidPtr(array);
-    if (ref == NULL || key == NULL || (set_slot(ref, off_key, key), PyDict_SetItem(r_refs, key, ref) < 0)) {
+    /* the recording thread, as threading.get_ident() says it: npgpu.sync() runs its own thread's */
+    PyObject *owner = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (ref == NULL || key == NULL || owner == NULL ||
+        (set_slot(ref, off_key, key), set_slot(ref, off_owner, owner), PyDict_SetItem(r_refs, key, ref) < 0)) {
         Py_XDECREF(ref);
         Py_XDECREF(key);
+        Py_XDECREF(owner);
         Py_DECREF(array);
         return NULL;
     }
     Py_DECREF(ref);
     Py_DECREF(key);
+    Py_DECREF(owner);
     return array;
 }
 
@@ -1112,6 +1118,8 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (xs == NULL) {
         return NULL;
     }
+    /* (held: consume() runs Python code, and another thread may compute x or y meanwhile) */
+    Py_XINCREF(xp);
     PyObject *result = NULL, *key = NULL, *xdtype = NULL, *xshape = NULL, *ydtype = NULL, *operand = NULL;
     int scalar = Py_IS_TYPE(y, &PyFloat_Type);
     xdtype = source_attr(xs, xp, P_DTYPE);
@@ -1129,8 +1137,10 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         PyObject *ys = source_of(y, &yp);
         if (ys == NULL) {
+            yp = NULL;
             goto done;
         }
+        Py_XINCREF(yp);
         PyObject *yshape = source_attr(ys, yp, P_SHAPE);
         xshape = yshape == NULL ? NULL : source_attr(xs, xp, P_SHAPE);
         int differ = xshape == NULL ? -1 : PyObject_RichCompareBool(yshape, xshape, Py_NE);
@@ -1231,6 +1241,8 @@ done:
     Py_XDECREF(ydtype);
     Py_XDECREF(xshape);
     Py_XDECREF(operand);
+    Py_XDECREF(xp);
+    Py_XDECREF(yp);
     return result;
 }
 
@@ -1257,6 +1269,7 @@ record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (xs == NULL) {
         return NULL;
     }
+    Py_XINCREF(xp); /* (held, as in record_binary) */
     PyObject *result = NULL, *key = NULL, *shape = NULL, *loop = NULL;
     PyObject *dtype = source_attr(xs, xp, P_DTYPE);
     if (dtype == NULL || (key = PyTuple_Pack(3, ufunc, backend, dtype)) == NULL) {
@@ -1307,6 +1320,7 @@ done:
     Py_XDECREF(key);
     Py_XDECREF(shape);
     Py_XDECREF(loop);
+    Py_XDECREF(xp);
     return result;
 }
 
@@ -1370,19 +1384,17 @@ add_tagged(Walk *w, PyObject *tag, PyObject *obj)
     return PyList_GET_SIZE(w->signature) - 1;
 }
 
+/* Pending x's position; `pending` is x's recorded call as read once by the caller: another thread
+ * may compute x while this runs (an allocation here can run a collection, whose callbacks can let
+ * other threads run), so it is held, not read again. */
 static Py_ssize_t
-walk_node(Walk *w, PyObject *x, int depth)
+walk_node(Walk *w, PyObject *x, PyObject *pending, int depth)
 {
     if (depth > 1000) {
         PyErr_SetString(PyExc_RecursionError, "pending graph too deep");
         return -1;
     }
-    PyObject *pending = get_slot(x, off_array[A_PENDING], "_pending");
-    if (pending != NULL && !Py_IS_TYPE(pending, r_pending)) {
-        PyErr_SetString(PyExc_TypeError, "walk: the root is not a pending array");
-        return -1;
-    }
-    PyObject *operands = pending == NULL ? NULL : get_slot(pending, off_pending[P_OPERANDS], "operands");
+    PyObject *operands = get_slot(pending, off_pending[P_OPERANDS], "operands");
     if (operands == NULL) {
         return -1;
     }
@@ -1390,10 +1402,12 @@ walk_node(Walk *w, PyObject *x, int depth)
         PyErr_SetString(PyExc_TypeError, "Pending.operands is not a tuple");
         return -1;
     }
+    Py_INCREF(pending);
     Py_INCREF(operands);
     PyObject *refs = PyTuple_New(PyTuple_GET_SIZE(operands));
     if (refs == NULL) {
         Py_DECREF(operands);
+        Py_DECREF(pending);
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(operands); i++) {
@@ -1434,7 +1448,7 @@ walk_node(Walk *w, PyObject *x, int depth)
             }
             else {
                 position = seen_get(w, o);
-                if (position < 0 && (position = walk_node(w, o, depth + 1)) < 0) {
+                if (position < 0 && (position = walk_node(w, o, inner, depth + 1)) < 0) {
                     goto error;
                 }
             }
@@ -1455,11 +1469,13 @@ walk_node(Walk *w, PyObject *x, int depth)
     Py_DECREF(entry);
     Py_DECREF(refs);
     Py_DECREF(operands);
+    Py_DECREF(pending);
     Py_ssize_t position = PyList_GET_SIZE(w->signature) - 1;
     return seen_put(w, x, position) < 0 ? -1 : position;
 error:
     Py_DECREF(refs);
     Py_DECREF(operands);
+    Py_DECREF(pending);
     return -1;
 }
 
@@ -1476,10 +1492,18 @@ walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "walk(root: DeviceArray, out_dtype)");
         return NULL;
     }
+    PyObject *root = get_slot(args[0], off_array[A_PENDING], "_pending");
+    if (root == NULL) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(root, r_pending)) {
+        PyErr_SetString(PyExc_TypeError, "walk: the root is not a pending array");
+        return NULL;
+    }
     Walk w = {PyList_New(0), PyList_New(0), PyList_New(0), PyList_New(0), NULL, NULL, 0, 0};
     PyObject *result = NULL;
     if (w.signature != NULL && w.inputs != NULL && w.scalars != NULL && w.pendings != NULL &&
-        walk_node(&w, args[0], 0) >= 0 && PyList_Append(w.signature, args[1]) == 0) {
+        walk_node(&w, args[0], root, 0) >= 0 && PyList_Append(w.signature, args[1]) == 0) {
         PyObject *key = PyList_AsTuple(w.signature);
         if (key != NULL) {
             result = PyTuple_Pack(4, key, w.inputs, w.scalars, w.pendings);

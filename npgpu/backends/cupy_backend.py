@@ -6,15 +6,21 @@ standing in for CuPy, so the device path of the core is exercised on machines wi
 
 from __future__ import annotations
 
+import atexit
+import functools
 import inspect
+import math
 import os
 import threading
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from time import monotonic
+from typing import Any, NoReturn
 
 import numpy
 
+from .. import _errors
+from ..fusion.ir import evaluate
 from .base import Backend, native_numeric
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
@@ -148,6 +154,20 @@ class ArrayModuleBackend(Backend):
             return ufunc.nin == 2 and not kwargs and self._has_loop(xp_ufunc, ufunc, dtypes)
         return False
 
+    def _check_int_power(self, base: Any, exponent: Any) -> None:
+        """NumPy's ValueError for integers to negative integer powers (CuPy computes them)."""
+
+        def kind(x: Any) -> str:
+            return x.dtype.kind if hasattr(x, "dtype") else "b" if type(x) is bool else numpy.dtype(type(x)).kind
+
+        if kind(base) not in "iu" or kind(exponent) != "i":
+            return
+        if not math.prod(numpy.broadcast_shapes(numpy.shape(base), numpy.shape(exponent))):
+            return  # (NumPy raises only where it computes an element)
+        negative = bool((exponent < 0).any()) if isinstance(exponent, self.xp.ndarray) else exponent < 0
+        if negative:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
     def _has_loop(self, xp_ufunc: Any, ufunc: numpy.ufunc, dtypes: tuple[numpy.dtype, ...]) -> bool:
         types = getattr(xp_ufunc, "types", None)
         if types is None:
@@ -161,6 +181,8 @@ class ArrayModuleBackend(Backend):
         xp = self.xp
         name = ufunc.__name__
         if method == "__call__":
+            if ufunc is numpy.power and len(inputs) == 2:
+                self._check_int_power(*inputs)
             return getattr(xp, name)(*inputs, **kwargs)
         if method in ("reduce", "accumulate"):
             kwargs = dict(kwargs)
@@ -242,6 +264,17 @@ class ArrayModuleBackend(Backend):
         return a[key]
 
     def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
+        if type(value) in (int, float, complex, bool):
+            try:  # NumPy's conversion and its errors (OverflowError for 300 into uint8, which CuPy wraps)
+                numpy.empty((), a.dtype)[()] = value
+            except (OverflowError, ValueError, TypeError):
+                # NumPy reports a bad basic index or mask before a bad value, the bounds of index arrays after
+                items = key if isinstance(key, tuple) else (key,)
+                arrays = any(isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu")
+                             for k in items)
+                if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
+                    a[key]  # noqa: B018  (for its IndexError only)
+                raise
         self._check_index_bounds(a, key)
         a[key] = value
 
@@ -284,10 +317,27 @@ class EmulatedBackend(ArrayModuleBackend):
     def _pointer(a: Any) -> int:
         return a.__array_interface__["data"][0]
 
+    #: Bytes one "device" array may take (None: no limit). Tests lower it to stand for a device
+    #: too small for an array: allocations past it raise DeviceMemoryError, as CuPy's would.
+    max_alloc_bytes: int | None = None
+
+    def _room(self, nbytes: int) -> None:
+        if self.max_alloc_bytes is not None and nbytes > self.max_alloc_bytes:
+            raise _errors.DeviceMemoryError("emulated device", nbytes, per_array=self.max_alloc_bytes)
+
+    def _held(self, result: Any) -> Any:
+        """``result``, once it fits (the emulation computes first, then checks its room)."""
+        for r in result if isinstance(result, tuple) else (result,):
+            if isinstance(r, numpy.ndarray):
+                self._room(r.nbytes)
+        return result
+
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
                   out: Any = None) -> Any:
+        if out is None:
+            self._room(math.prod(shape) * graph.out_dtypes[0].itemsize)
         # Interprets the IR with NumPy ufuncs on the exact loops: checks the recording, not a kernel.
-        value = _evaluate(graph, inputs, scalars)[0]
+        value = evaluate(graph, inputs, scalars)[0]
         if out is None:
             return numpy.array(numpy.broadcast_to(value, shape), copy=True)
         out[...] = value
@@ -295,7 +345,7 @@ class EmulatedBackend(ArrayModuleBackend):
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...]) -> Any:
-        value = numpy.broadcast_to(_evaluate(graph, inputs, scalars)[0], shape)
+        value = numpy.broadcast_to(evaluate(graph, inputs, scalars)[0], shape)
         return numpy.asarray(getattr(numpy, op).reduce(value, axis=axes))
 
     default_threshold_bytes = 0  # everything goes to the "device": this backend exists to test that path
@@ -329,16 +379,148 @@ class EmulatedBackend(ArrayModuleBackend):
         return result
 
     def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._as_device_result(super().call_function(func, args, kwargs))
+        return self._held(self._as_device_result(super().call_function(func, args, kwargs)))
 
     def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs))
+        return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))
 
     def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
+        self._room(array.nbytes)
         return numpy.array(array, copy=True)
 
     def to_host(self, native: numpy.ndarray) -> numpy.ndarray:
         return numpy.array(native, copy=True)
+
+
+class _StagingWorkers:
+    """Daemon threads that run a transfer's groups of chunks, and the wait for them, watched.
+
+    The wait reports a worker that makes no progress for ``timeout`` seconds (a chunk not done):
+    StagingTimeoutError naming the chunk, tracebacks of every thread on stderr, instead of a
+    silent hang (one run on the GPU machine hung for 10 minutes at its first upload). An interrupt
+    (KeyboardInterrupt) while waiting lets the workers finish first: they read or write memory
+    the caller frees as the interrupt unwinds it. Memory of a transfer abandoned to a stuck worker
+    is kept alive (``abandoned``), and a fresh set of threads takes the next transfers. The
+    threads are daemons: a stuck one can't hold up the interpreter's exit.
+    """
+
+    #: Seconds a worker may spend on one chunk (4 MiB: about a millisecond) before it counts as stuck.
+    timeout = 60.0
+
+    def __init__(self, workers: int, name: str = "npgpu-pinned") -> None:
+        self.workers = workers
+        self.name = name
+        self.abandoned: list[Any] = []
+        self._queue: Any = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> Any:
+        import queue
+
+        jobs: Any = queue.SimpleQueue()
+        for i in range(self.workers):
+            threading.Thread(target=self._serve, args=(jobs,), name=f"{self.name}-{i}", daemon=True).start()
+        return jobs
+
+    def shutdown(self) -> None:
+        """Let the threads end once they are idle (the next transfer starts new ones)."""
+        with self._lock:
+            jobs, self._queue = self._queue, None
+        if jobs is not None:
+            for _ in range(self.workers):
+                jobs.put(None)
+
+    @staticmethod
+    def _serve(jobs: Any) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            future, fn, group, progress = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            progress[1] = monotonic()  # (time spent queued behind other transfers is no sign of a stuck worker)
+            try:
+                future.set_result(fn(group, progress))
+            except BaseException as exc:  # (handed to the waiting caller, which raises it)
+                future.set_exception(exc)
+
+    def run(self, work: Callable[[Any, list[Any]], None], groups: list[list[Any]], what: str, keep: Any) -> None:
+        """``work(group, progress)`` for every group, on the workers; returns once all are done.
+
+        ``work`` sets ``progress[0]`` to the chunk it starts on and ``progress[1]`` to
+        ``time.monotonic()`` then. ``keep``: what the workers' memory belongs to (kept alive
+        if a worker is abandoned). Raises a worker's error, StagingTimeoutError for a stuck one."""
+        from concurrent.futures import Future
+
+        with self._lock:
+            if self._queue is None:
+                self._queue = self._start()
+            jobs = self._queue
+        now = monotonic()
+        progress = [[None, now] for _ in groups]
+        futures: list[Future[None]] = []
+        try:
+            for group, state in zip(groups, progress, strict=True):
+                future: Future[None] = Future()
+                futures.append(future)
+                jobs.put((future, work, group, state))
+            self._wait(futures, progress, what, keep)
+        except _errors.StagingTimeoutError:  # (the stuck worker is abandoned: no waiting for it)
+            for future in futures:
+                future.cancel()
+            raise
+        except BaseException:
+            for future in futures:
+                future.cancel()  # (groups not started yet never start)
+            self._drain(futures, progress, what, keep)
+            raise
+        for future in futures:
+            future.result()  # a worker's own error, once every worker has stopped
+
+    def _wait(self, futures: list[Any], progress: list[list[Any]], what: str, keep: Any) -> None:
+        from concurrent.futures import wait
+
+        poll = max(0.01, min(1.0, self.timeout / 4))
+        while wait(futures, timeout=poll).not_done:
+            now = monotonic()
+            stuck = [(i, state) for i, (future, state) in enumerate(zip(futures, progress, strict=True))
+                     if future.running() and now - state[1] > self.timeout]
+            if stuck:
+                self._abandon(stuck, what, keep, now)
+
+    def _drain(self, futures: list[Any], progress: list[list[Any]], what: str, keep: Any) -> None:
+        """Wait for the workers already running (interrupts deferred: their memory must outlive them)."""
+        while True:
+            try:
+                self._wait(futures, progress, what, keep)
+                return
+            except KeyboardInterrupt:
+                continue
+            except _errors.StagingTimeoutError:
+                return  # (abandoned: its memory is kept alive)
+
+    def _abandon(self, stuck: list[tuple[int, list[Any]]], what: str, keep: Any, now: float) -> None:
+        import faulthandler
+        import sys
+
+        with self._lock:
+            self.abandoned.append(keep)
+            self._queue = None  # the next transfer starts fresh threads
+        chunks = ", ".join(f"group {i} at bytes {state[0][0]}-{state[0][1]} for {now - state[1]:.0f} s"
+                           if state[0] is not None else f"group {i} before its first chunk for {now - state[1]:.0f} s"
+                           for i, state in stuck)
+        sys.stderr.write(f"npgpu: a pinned staging worker is stuck ({what}: {chunks}); tracebacks of all threads:\n")
+        sys.stderr.flush()
+        try:
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        except (AttributeError, ValueError, OSError):  # (a stderr with no file descriptor: the process's own)
+            faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+        raise _errors.StagingTimeoutError(
+            f"npgpu: {what} through the pinned staging threads made no progress in {self.timeout:.0f} s ({chunks}). "
+            "Tracebacks of all threads went to stderr. The memory involved is kept alive and new threads take the "
+            "next transfers. If this repeats, report it with the tracebacks; arrays smaller than "
+            "CupyBackend.pinned_min_bytes move with one plain copy instead (raise it to avoid the staging threads).")
 
 
 class _PinnedStager:
@@ -363,7 +545,7 @@ class _PinnedStager:
         #: host reads those, and reads of write-combined memory are slow).
         self.write_combined = write_combined
         self._local = threading.local()
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="npgpu-pinned")
+        self._pool = _StagingWorkers(self.workers)
         self._device = cupy.cuda.Device().id
 
     def _slot(self, upload: bool = False) -> tuple[list[Any], list[numpy.ndarray], Any, list[Any]]:
@@ -392,9 +574,10 @@ class _PinnedStager:
         base = dst.data.ptr
         memcpy = self.cupy.cuda.runtime.memcpyAsync
 
-        def work(group: list[tuple[int, int]]) -> None:
+        def work(group: list[tuple[int, int]], progress: list[Any]) -> None:
             memory, host, stream, events = self._slot(upload=True)
             for i, (lo, hi) in enumerate(group):
+                progress[0], progress[1] = (lo, hi), monotonic()
                 j = i & 1
                 events[j].synchronize()  # the DMA that last read buffer j has finished
                 numpy.copyto(host[j][: hi - lo], src_bytes[lo:hi])
@@ -402,17 +585,18 @@ class _PinnedStager:
                 events[j].record(stream)
             stream.synchronize()
 
-        list(self._pool.map(work, self._groups(src.nbytes)))
+        self._pool.run(work, self._groups(src.nbytes), f"an upload of {src.nbytes} bytes", (src, dst))
 
     def download(self, src: Any, dst: numpy.ndarray) -> None:
         dst_bytes = dst.reshape(-1).view(numpy.uint8)
         base = src.data.ptr
         memcpy = self.cupy.cuda.runtime.memcpyAsync
 
-        def work(group: list[tuple[int, int]]) -> None:
+        def work(group: list[tuple[int, int]], progress: list[Any]) -> None:
             memory, host, stream, events = self._slot()
             previous = None
             for i, (lo, hi) in enumerate(group):
+                progress[0], progress[1] = (lo, hi), monotonic()
                 j = i & 1
                 memcpy(memory[j].ptr, base + lo, hi - lo, 2, stream.ptr)
                 events[j].record(stream)
@@ -426,7 +610,7 @@ class _PinnedStager:
                 events[pj].synchronize()
                 numpy.copyto(dst_bytes[plo:phi], host[pj][: phi - plo])
 
-        list(self._pool.map(work, self._groups(src.nbytes)))
+        self._pool.run(work, self._groups(src.nbytes), f"a download of {src.nbytes} bytes", (src, dst))
 
 
 class CupyBackend(ArrayModuleBackend):
@@ -451,6 +635,19 @@ class CupyBackend(ArrayModuleBackend):
         super().__init__()
         self._stager: _PinnedStager | None = None
         self._kernels: dict[Any, Any] = {}
+        #: Guards the kernel cache and the stager's creation (CuPy's own launches, memory pool and
+        #: streams are thread-safe; every thread uses CuPy's default stream, so work of all threads
+        #: on this device runs in the order it was queued).
+        self._lock = threading.Lock()
+        compile_errors = tuple(c for c in (getattr(cupy.cuda.compiler, "CompileException", None),
+                                           getattr(getattr(cupy.cuda, "nvrtc", None), "NVRTCError", None)) if c)
+        #: CuPy's errors that _raise_fault translates at this backend's boundary
+        self._faults = (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError,
+                        cupy.cuda.driver.CUDADriverError, *compile_errors)
+        self._compile_errors = compile_errors
+        if not _LIVE_CUPY:  # (registered after CuPy's own exit handlers, so it runs before them)
+            atexit.register(_finish_devices)
+        _LIVE_CUPY.add(self)
 
     #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
     kernel_cache_size = 256
@@ -483,7 +680,9 @@ class CupyBackend(ArrayModuleBackend):
         if nbytes < self.pinned_min_bytes:
             return None
         if self._stager is None:
-            self._stager = _PinnedStager(self.xp)
+            with self._lock:  # (one stager: two would each start their threads)
+                if self._stager is None:
+                    self._stager = _PinnedStager(self.xp)
         return self._stager
 
     def from_host(self, array: numpy.ndarray) -> Any:
@@ -605,10 +804,38 @@ class CupyBackend(ArrayModuleBackend):
     def _kernel(self, key: Any, build: Callable[[], Any]) -> Any:
         kernel = self._kernels.get(key)
         if kernel is None:
-            if len(self._kernels) >= self.kernel_cache_size:
-                self._kernels.pop(next(iter(self._kernels)))  # oldest first
-            kernel = self._kernels[key] = build()
+            kernel = build()  # (outside the lock: two threads may both build it; the first stored is kept)
+            with self._lock:
+                while len(self._kernels) >= self.kernel_cache_size:
+                    self._kernels.pop(next(iter(self._kernels)))  # oldest first
+                kernel = self._kernels.setdefault(key, kernel)
         return kernel
+
+    # -- faults: CuPy's errors at this boundary, translated into npgpu's (npgpu._errors) -------------
+    #: CUDA statuses after which the device (or its context) is unusable: no device, devices
+    #: unavailable, ECC, illegal address, launch timeout, hardware stack error, illegal
+    #: instruction, misaligned address, invalid address space, invalid PC, launch failure,
+    #: context destroyed, system not ready, unknown.
+    _LOST = frozenset({100, 46, 214, 700, 702, 714, 715, 716, 717, 718, 719, 709, 802, 999})
+
+    def _raise_fault(self, exc: BaseException) -> NoReturn:
+        cp = self.xp
+        device = f"CUDA device {cp.cuda.Device().id}"
+        status = getattr(exc, "status", None)
+        if isinstance(exc, cp.cuda.memory.OutOfMemoryError) or status == 2:  # (2: cudaErrorMemoryAllocation)
+            try:
+                free, total = cp.cuda.Device().mem_info
+            except cp.cuda.runtime.CUDARuntimeError:
+                free = total = None
+            raise _errors.DeviceMemoryError(device, getattr(exc, "_size", None), free=free, total=total,
+                                            detail=str(exc)) from exc
+        if isinstance(exc, self._compile_errors):
+            raise _errors.KernelBuildError("CUDA (NVRTC)", str(exc)) from exc
+        if status in self._LOST:
+            raise _errors.DeviceLostError(
+                f"npgpu: the {device} stopped working ({exc}). Arrays on it are lost; restart the process, or "
+                "enable another backend (npgpu.enable('numpy')) to go on without it.") from exc
+        raise exc
 
     #: Threads per block and elements per thread of the contiguous fused kernel. One element per
     #: thread (CuPy's ElementwiseKernel) left float32 E8 at 74% of copy bandwidth on the H200:
@@ -798,34 +1025,39 @@ else {
 """
 
 
-def _evaluate(graph: Any, inputs: list[Any], scalars: list[Any]) -> list[Any]:
-    """Values of an IR graph's outputs computed with NumPy, node by node."""
-    from ..fusion.ir import walk
-
-    values: dict[Any, Any] = {}
-    with numpy.errstate(all="ignore"):  # a device kernel raises no floating-point warnings either
-        _evaluate_nodes(walk(graph.outputs), values, inputs, scalars)
-    return [values[o] for o in graph.outputs]
-
-
-def _evaluate_nodes(nodes: list[Any], values: dict[Any, Any], inputs: list[Any], scalars: list[Any]) -> None:
-    from ..fusion.ir import Apply, Cast, Input, Scalar, Select
-
-    for node in nodes:
-        if isinstance(node, Input):
-            values[node] = inputs[node.index]
-        elif isinstance(node, Scalar):
-            values[node] = scalars[node.index]
-        elif isinstance(node, Cast):
-            values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
-        elif isinstance(node, Apply):
-            result = node.ufunc(*(values[o] for o in node.operands), signature=node.loop)
-            values[node] = result[node.out_index] if node.ufunc.nout > 1 else result
-        elif isinstance(node, Select):
-            values[node] = numpy.where(values[node.cond], values[node.a], values[node.b])
-
-
 def _is_bool_index(k: Any) -> bool:
     dtype = getattr(k, "dtype", None)
     return dtype is not None and dtype.kind == "b"
 
+
+
+def _at_boundary(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of CupyBackend with CuPy's errors raised as npgpu's (memory, compiler, device lost)."""
+
+    @functools.wraps(method)
+    def translated(self: CupyBackend, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except self._faults as exc:  # (only CuPy's memory, compiler and CUDA errors)
+            self._raise_fault(exc)
+
+    return translated
+
+
+for _name in ("from_host", "to_host", "sync", "run_fused", "reduce_fused", "call_function", "call_ufunc",
+              "random_call"):
+    setattr(CupyBackend, _name, _at_boundary(getattr(CupyBackend, _name)))
+
+#: CuPy backends made so far: at exit, each device finishes its queued work before the interpreter
+#: frees the memory (host and pinned) that it may still read or write.
+_LIVE_CUPY: weakref.WeakSet[CupyBackend] = weakref.WeakSet()
+
+
+def _finish_devices() -> None:
+    import sys
+
+    for backend in list(_LIVE_CUPY):
+        try:
+            backend.xp.cuda.runtime.deviceSynchronize()
+        except backend._faults as exc:  # (the process is ending: say so, don't raise)
+            sys.stderr.write(f"npgpu: the CUDA device failed while finishing its work at exit: {exc}\n")

@@ -13,11 +13,12 @@ import warnings
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy
 from numpy.lib.stride_tricks import as_strided
 
+from .._errors import DeviceLostError, DeviceMemoryError, KernelBuildError
 from ..fusion import codegen, ir
 from ..fusion import ufuncs as _table
 from .base import Backend
@@ -118,6 +119,8 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    if 0 in shape:  # (NumPy's flags: an empty array is contiguous whatever its strides)
+        return True
     acc = itemsize
     for n, s in zip(reversed(shape), reversed(strides), strict=True):
         if n == 0:
@@ -171,6 +174,8 @@ def _weak_type(x: Any) -> Any:
     """What NumPy's dtype resolution takes for an operand (Python scalars stay weak)."""
     if isinstance(x, CLArray):
         return x.dtype
+    if type(x) is bool:  # (a Python bool is NumPy's bool, not a weak scalar)
+        return numpy.dtype(bool)
     if type(x) in _PY_SCALARS:  # NEP 50: only Python scalars are weak (numpy.float64 subclasses float)
         return type(x)
     return numpy.asarray(x).dtype
@@ -198,6 +203,13 @@ _BASIC_KEY_TYPES = (int, slice, type(None), type(Ellipsis), numpy.integer)
 def _is_basic_key(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return all(isinstance(p, _BASIC_KEY_TYPES) and not isinstance(p, bool) for p in parts)
+
+
+def _compiler_errors(message: str) -> str:
+    """The compiler's error lines from PyOpenCL's build-failure message (all of it if it has none)."""
+    lines = [" ".join(line.split()) for line in message.splitlines()]
+    errors = [line for line in lines if "error" in line.lower() and "BUILD_PROGRAM_FAILURE" not in line]
+    return "; ".join(errors) if errors else " ".join(message.split())
 
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
@@ -279,7 +291,13 @@ class OpenCLBackend(Backend):
         #: chunked launches of eligible float graphs compute in OpenCL vector types (see codegen.vector_width)
         self.vectorize = True
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        #: Guards what threads share here: launches (a kernel's arguments), the kernel cache, the
+        #: memory pool and the recycling of host memory (reentrant: a collection that a lock holder
+        #: triggers may free buffers, whose finalizers only append to _retired, but stay safe if not)
+        self._lock = threading.RLock()
+        #: The most bytes one array may take (CL_DEVICE_MAX_MEM_ALLOC_SIZE); larger requests raise
+        #: DeviceMemoryError before anything is allocated. Tests lower it to stand for a smaller device.
+        self.max_alloc_bytes = int(self.device.max_mem_alloc_size)
         self.compile_seconds = 0.0
         self.kernels_built = 0
         _LIVE_BACKENDS.add(self)
@@ -415,22 +433,32 @@ class OpenCLBackend(Backend):
         shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(int(s) for s in shape)
         dtype = numpy.dtype(dtype)
         nbytes = max(math.prod(shape) * dtype.itemsize, 1)
-        mf = self._cl.mem_flags
-        if self.host_backed:
-            # Host memory from NumPy's allocator (huge pages for large arrays) used in place by
-            # the device: measured on PoCL at 1e7 float64, add into a new array 35 -> 12 ms,
-            # upload 45 -> 12 ms, download 32 -> 8.5 ms.  The buffer keeps the host array alive.
-            # The memory must outlive queued commands that use it: when the buffer dies its host
-            # array is retired, and freed once a marker enqueued after it has completed.
-            self._collect()
-            # (the buffer holds a view, which dies with it; the finalizer holds the owner)
-            owner = self._reuse(nbytes)
-            view = owner[:]
-            buf = self._cl.Buffer(self.context, mf.READ_WRITE | mf.USE_HOST_PTR, hostbuf=view)
-            weakref.finalize(view, self._retired.append, owner)
-            del view
-        else:
-            buf = self._pool.allocate(nbytes)
+        if nbytes > self.max_alloc_bytes:  # refused before anything is allocated (or overcommitted)
+            raise self._no_memory(nbytes)
+        cl = self._cl
+        mf = cl.mem_flags
+        try:
+            if self.host_backed:
+                # Host memory from NumPy's allocator (huge pages for large arrays) used in place by
+                # the device: measured on PoCL at 1e7 float64, add into a new array 35 -> 12 ms,
+                # upload 45 -> 12 ms, download 32 -> 8.5 ms.  The buffer keeps the host array alive.
+                # The memory must outlive queued commands that use it: when the buffer dies its host
+                # array is retired, and freed once a marker enqueued after it has completed.
+                with self._lock:
+                    self._collect()
+                    owner = self._reuse(nbytes)
+                # (the buffer holds a view, which dies with it; the finalizer holds the owner)
+                view = owner[:]
+                buf = cl.Buffer(self.context, mf.READ_WRITE | mf.USE_HOST_PTR, hostbuf=view)
+                weakref.finalize(view, self._retired.append, owner)
+                del view
+            else:
+                with self._lock:
+                    buf = self._pool.allocate(nbytes)
+        except MemoryError as exc:  # NumPy's: the host memory a CPU device computes in is exhausted
+            raise self._no_memory(nbytes, str(exc)) from exc
+        except cl.Error as exc:
+            self._raise_fault(exc, "an allocation", nbytes)
         return CLArray(self, buf, shape, dtype)
 
     def empty_ordered(self, shape: Any, dtype: Any, order: str = "C", like: CLArray | None = None) -> CLArray:
@@ -449,7 +477,13 @@ class OpenCLBackend(Backend):
         host = array if array.flags.c_contiguous else numpy.ascontiguousarray(array).reshape(array.shape)
         out = self.empty(host.shape, host.dtype)
         if host.size:
-            self._cl.enqueue_copy(self.queue, out.data, host, is_blocking=False)
+            # The caller's own memory is copied before this returns: a copy still queued would read
+            # whatever the caller writes there next (NumPy's asarray copies at once). A private
+            # contiguous copy can go on in the background.
+            try:
+                self._cl.enqueue_copy(self.queue, out.data, host, is_blocking=host is array)
+            except self._cl.Error as exc:
+                self._raise_fault(exc, "an upload", host.nbytes)
         return out
 
     def to_host(self, native: CLArray) -> numpy.ndarray:
@@ -457,23 +491,47 @@ class OpenCLBackend(Backend):
         result = numpy.empty(a.shape, a.dtype)
         if a.size == 0:
             return result
-        if a.c_contiguous:
-            self._cl.enqueue_copy(self.queue, result, a.data, src_offset=a.offset, is_blocking=True)
-            return result
-        lo, hi = _span(a)
-        if hi - lo <= 2 * a.nbytes:
-            # copy the touched span and let NumPy gather it: cheaper than a kernel + copy
-            raw = numpy.empty(hi - lo, numpy.uint8)
-            self._cl.enqueue_copy(self.queue, raw, a.data, src_offset=lo, is_blocking=True)
-            result[...] = numpy.ndarray(a.shape, a.dtype, buffer=raw, offset=a.offset - lo, strides=a.strides)
-            return result
+        cl = self._cl
+        try:
+            if a.c_contiguous:
+                cl.enqueue_copy(self.queue, result, a.data, src_offset=a.offset, is_blocking=True)
+                return result
+            lo, hi = _span(a)
+            if hi - lo <= 2 * a.nbytes:
+                # copy the touched span and let NumPy gather it: cheaper than a kernel + copy
+                raw = numpy.empty(hi - lo, numpy.uint8)
+                cl.enqueue_copy(self.queue, raw, a.data, src_offset=lo, is_blocking=True)
+                result[...] = numpy.ndarray(a.shape, a.dtype, buffer=raw, offset=a.offset - lo, strides=a.strides)
+                return result
+        except cl.Error as exc:
+            self._raise_fault(exc, "a download")
         return self.to_host(self.copy(a))
+
+    def write(self, native: CLArray, host: numpy.ndarray) -> None:
+        """Overwrite ``native`` with ``host``'s values: a contiguous one with one copy and no kernel
+        (a fallback writes its result back this way also where kernels can't be built)."""
+        if not (native.c_contiguous and host.shape == native.shape and host.dtype == native.dtype):
+            super().write(native, host)
+            return
+        src = numpy.ascontiguousarray(host)
+        if src.size:
+            try:
+                self._cl.enqueue_copy(self.queue, native.data, src, dst_offset=native.offset, is_blocking=True)
+            except self._cl.Error as exc:
+                self._raise_fault(exc, "an upload", src.nbytes)
 
     #: Host memory of freed buffers kept for reuse (bytes): memory the kernels already touched
     #: costs no page faults again (a fresh 80 MB result paid 20-40 ms of them on PoCL).
     recycle_bytes = 512 << 20
 
+    # Host memory of CPU devices moves retired -> in flight (behind a marker) -> spare -> reused.
+    # _retired is appended to by finalizers, which run in whatever thread drops a buffer, at any
+    # time (also inside a locked section: a deque's append needs no lock); everything else is
+    # read and changed under self._lock only. Memory is reused only once a marker enqueued after
+    # its retirement has completed: every command that used it was queued before that marker.
+
     def _reuse(self, nbytes: int) -> numpy.ndarray:
+        """Host memory of ``nbytes`` for a new buffer (with ``self._lock`` held)."""
         spare = self._spare.get(nbytes)
         if spare:
             self._spare_bytes -= nbytes
@@ -481,30 +539,59 @@ class OpenCLBackend(Backend):
         return numpy.empty(nbytes, numpy.uint8)
 
     def _recycle(self, owners: list[numpy.ndarray]) -> None:
-        """Keep host memory that no queued command uses any more, up to ``recycle_bytes``."""
+        """Keep host memory that no queued command uses any more, up to ``recycle_bytes`` (lock held)."""
         for owner in owners:
             if self._spare_bytes + owner.nbytes <= self.recycle_bytes:
                 self._spare.setdefault(owner.nbytes, []).append(owner)
                 self._spare_bytes += owner.nbytes
 
     def _collect(self) -> None:
-        """Recycle retired host memory that no queued command can still use."""
-        if self._retired:
+        """Recycle retired host memory that no queued command can still use (lock held)."""
+        retired = self._retired
+        if retired:
             batch = []
-            while self._retired:
-                batch.append(self._retired.popleft())
+            while retired:
+                batch.append(retired.popleft())
             self._in_flight.append((self._cl.enqueue_marker(self.queue), batch))
         complete = self._cl.command_execution_status.COMPLETE
-        while self._in_flight and self._in_flight[0][0].command_execution_status == complete:
-            self._recycle(self._in_flight.popleft()[1])
+        in_flight = self._in_flight
+        while in_flight and in_flight[0][0].command_execution_status == complete:
+            self._recycle(in_flight.popleft()[1])
 
     def sync(self) -> None:
-        retired = len(self._retired)
-        self.queue.finish()
-        while self._in_flight:
-            self._recycle(self._in_flight.popleft()[1])
-        # retired before finish(): nothing queued can use them any more
-        self._recycle([self._retired.popleft() for _ in range(retired)])
+        cl = self._cl
+        try:
+            with self._lock:
+                self._collect()  # what was retired so far goes behind a marker that finish() waits for
+            self.queue.finish()
+            with self._lock:
+                self._collect()
+        except cl.Error as exc:
+            self._raise_fault(exc, "waiting for the device")
+
+    # -- faults: PyOpenCL's errors at this boundary, translated into npgpu's (npgpu._errors) ---------
+    #: Codes meaning the device (or its driver) stopped working; -9999 is NVIDIA's for a kernel that
+    #: faulted (an illegal address), after which its context is unusable.
+    _LOST_CODES = frozenset({-1, -2, -33, -34, -36, -9999})  # DEVICE_NOT_FOUND/AVAILABLE, INVALID_DEVICE/CONTEXT/QUEUE
+    #: MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_HOST_MEMORY, INVALID_BUFFER_SIZE; OUT_OF_RESOURCES (-5)
+    #: counts as memory where the command allocates (NVIDIA allocates buffers at first use).
+    _MEMORY_CODES = frozenset({-4, -6, -61})
+
+    def _no_memory(self, nbytes: int, detail: str = "") -> DeviceMemoryError:
+        return DeviceMemoryError(f"OpenCL device {self.device.name.strip()!r}", nbytes or None,
+                                 per_array=self.max_alloc_bytes, total=int(self.device.global_mem_size), detail=detail)
+
+    def _raise_fault(self, exc: Any, doing: str, nbytes: int = 0) -> NoReturn:
+        """Raise ``exc`` (a PyOpenCL error met while ``doing``) as npgpu's error where it is one."""
+        code = getattr(exc, "code", None)
+        if code in self._MEMORY_CODES or (code == -5 and nbytes):
+            raise self._no_memory(nbytes, " ".join(str(exc).split())[:200]) from exc
+        if code in self._LOST_CODES or code == -5:
+            raise DeviceLostError(
+                f"npgpu: the OpenCL device {self.device.name.strip()!r} stopped working during {doing} "
+                f"({' '.join(str(exc).split())[:200]}). Arrays on it are lost; restart the process, or enable "
+                "another backend (npgpu.enable('numpy')) to go on without it.") from exc
+        raise exc
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         if not (isinstance(a, CLArray) and isinstance(b, CLArray)) or a.data is not b.data:
@@ -517,26 +604,35 @@ class OpenCLBackend(Backend):
 
     # -- kernels --------------------------------------------------------------
     def _build(self, key: Any, make_source: Callable[[], codegen.KernelSource]) -> Any:
-        kernel = self._kernels.get(key)
-        if kernel is not None:
-            self._kernels.move_to_end(key)
-            return kernel
+        with self._lock:
+            kernel = self._kernels.get(key)
+            if kernel is not None:
+                self._kernels.move_to_end(key)
+                return kernel
         import time
 
         ks = make_source()
         t0 = time.perf_counter()
+        # (built outside the lock, which launches need: a build takes 0.1-0.5 s on PoCL; two threads
+        # building the same kernel at once both build it, and the first one stored is kept)
         # -w: generated code legitimately holds what compilers warn about (x > x when an operand
         # repeats). PyOpenCL turns any non-empty build log into a CompilerWarning, and some drivers
         # log on success whatever the options (NVIDIA: "overriding noinline attribute"): a build
         # that succeeded is not the user's concern, so that one warning is silenced here.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", self._cl.CompilerWarning)
-            program = self._cl.Program(self.context, ks.source).build(options=self._build_options)
+        cl = self._cl
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program = cl.Program(self.context, ks.source).build(options=self._build_options)
+        except cl.RuntimeError as exc:
+            if exc.code != cl.status_code.BUILD_PROGRAM_FAILURE:
+                self._raise_fault(exc, "a kernel build")
+            raise KernelBuildError("OpenCL", _compiler_errors(str(exc))) from exc
         kernel = getattr(program, ks.name)
-        self.compile_seconds += time.perf_counter() - t0
-        self.kernels_built += 1
         with self._lock:
-            self._kernels[key] = kernel
+            self.compile_seconds += time.perf_counter() - t0
+            self.kernels_built += 1
+            kernel = self._kernels.setdefault(key, kernel)
             while len(self._kernels) > KERNEL_CACHE_SIZE:
                 self._kernels.popitem(last=False)
         return kernel
@@ -551,9 +647,20 @@ class OpenCLBackend(Backend):
 
     def _launch(self, kernel: Any, n: int, args: list[Any]) -> None:
         ls = self.local_size
-        gs = -(-n // ls) * ls
-        kernel.set_args(*args)
-        self._cl.enqueue_nd_range_kernel(self.queue, kernel, (gs,), (ls,))
+        self._enqueue(kernel, (-(-n // ls) * ls,), (ls,), args)
+
+    def _enqueue(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...], args: list[Any]) -> None:
+        """Set ``kernel``'s arguments and enqueue it, as one step: a built kernel is shared by every
+        thread, and its arguments are state of the kernel object (OpenCL's clSetKernelArg is not
+        thread-safe). Two threads setting them at once ran each other's buffers (wrong sums) or
+        crashed PoCL."""
+        cl = self._cl
+        try:
+            with self._lock:
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+        except cl.Error as exc:  # (the bytes of its buffers: what a device that allocates at first use needed)
+            self._raise_fault(exc, "a kernel launch", sum(a.size for a in args if isinstance(a, cl.MemoryObjectHolder)))
 
     def run_elementwise(
         self,
@@ -603,9 +710,8 @@ class OpenCLBackend(Backend):
                 args.extend(it(s) for s in st)
         if chunk:
             ls = self.chunk_local_size
-            kernel.set_args(*args)
             items = -(-n // chunk)
-            self._cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-items // ls) * ls,), (ls,))
+            self._enqueue(kernel, (-(-items // ls) * ls,), (ls,), args)
         else:
             self._launch(kernel, n, args)
 
@@ -713,15 +819,18 @@ class OpenCLBackend(Backend):
         loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
         if ufunc.__name__ in _COMPARISONS:
             loop, types = _comparison_loop(ufunc, inputs, loop, types)
+        for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
+            if type(x) is int:
+                _scalar_value(x, dt)
         nin = ufunc.nin
         for k, o in enumerate(outs):
             if o is not None and not numpy.can_cast(loop[nin + k], o.dtype, casting):
                 raise numpy._core._exceptions._UFuncOutputCastingError(ufunc, casting, loop[nin + k], o.dtype, k)
-        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i":
-            self._check_int_power(inputs[1])
         shapes = [x.shape for x in inputs if isinstance(x, CLArray)]
         shapes += [numpy.shape(x) for x in inputs if not isinstance(x, CLArray)]
         shape = numpy.broadcast_shapes(*shapes)
+        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i" and math.prod(shape):
+            self._check_int_power(inputs[1])  # (NumPy raises only where it computes an element)
         for o in outs:
             if o is not None:
                 if numpy.broadcast_shapes(shape, o.shape) != o.shape:
@@ -948,7 +1057,8 @@ class OpenCLBackend(Backend):
         where: Any = True,
     ) -> Any:
         """sum/prod/max/min/any/all and nan-variants with NumPy's arguments and result dtype."""
-        axes = _norm_axes(axis, a.ndim)
+        # (NumPy's ufunc reductions take axis 0 or -1 of a 0-d array: nothing to reduce)
+        axes = () if a.ndim == 0 and type(axis) is int and axis in (0, -1) else _norm_axes(axis, a.ndim)
         op, nan_to = _REDUCTION_KINDS[kind]
         res_dt = _result_dtype(kind, a.dtype, dtype)
         acc = res_dt
@@ -1078,18 +1188,18 @@ class OpenCLBackend(Backend):
     def argreduce(
         self, kind: str, a: CLArray, axis: Any = None, out: CLArray | None = None, keepdims: bool = False
     ) -> Any:
-        if a.size == 0:
+        whole = axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1))  # (NumPy takes these of 0-d)
+        axes: tuple[int, ...] = (0,) if whole else _norm_axes(axis, a.ndim)  # (its AxisError first)
+        if (a.size if whole else math.prod(a.shape[d] for d in axes)) == 0:
             raise ValueError(f"attempt to get {kind} of an empty sequence")
-        if axis is None:
+        if whole:
             src = a if a.c_contiguous else self.copy(a)
             src = self.reshape(src, (a.size,))
-            axes: tuple[int, ...] = (0,)
         else:
             src = a
-            axes = _norm_axes(axis, a.ndim)
         graph = self._graph_cast(a.dtype, a.dtype)
         _, index = self.map_reduce(graph, [src], [], kind, axes, a.dtype, _identity("maximum", a.dtype), src.shape)
-        if axis is None:
+        if whole:
             index = self.reshape(index, ())
             if keepdims:
                 index = self.reshape(index, (1,) * a.ndim)
@@ -1130,7 +1240,7 @@ class OpenCLBackend(Backend):
 
     def cumulative(self, kind: str, a: CLArray, axis: Any = None, dtype: Any = None, out: Any = None) -> CLArray:
         res_dt = _result_dtype(kind, a.dtype, dtype)
-        if axis is None:
+        if axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1)):  # (NumPy takes these of 0-d)
             src = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
             ax = 0
         else:
@@ -1247,18 +1357,16 @@ class OpenCLBackend(Backend):
 
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
+        probe = numpy.empty((), a.dtype)
+        probe[()] = value  # NumPy's own assignment: its errors (OverflowError for -1 into uint32), even for no elements
         if a.size == 0:
             return
         if a.dtype.kind == "c":
-            v = numpy.asarray(value).astype(a.dtype)[()]
+            v = probe[()]
             self.fill(_part(a, 0), v.real)
             self.fill(_part(a, 1), v.imag)
             return
-        v = (
-            numpy.asarray(value).astype(a.dtype)
-            if not isinstance(value, int) or a.dtype.kind not in "iu"
-            else _scalar_value(value, a.dtype)
-        )
+        v = probe
         b = ir.GraphBuilder()
         key = ("fill", a.dtype)
         graph = self._graphs.get(key)
@@ -1367,14 +1475,19 @@ class OpenCLBackend(Backend):
         return out
 
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
-        if a_min is None and a_max is None:  # NumPy 2: no bounds is a copy (into out=)
-            if out is None:
-                return self.copy(a)
-            self.copy_into(out, a)
-            return out
-        lo = _identity("minimum", a.dtype) if a_min is None else a_min
-        hi = _identity("maximum", a.dtype) if a_max is None else a_max
-        return self.ufunc_call(numpy._core.umath.clip, (a, lo, hi), out=out, **kwargs)
+        if a.dtype.kind in "iu":  # NumPy's clip drops Python-int bounds beyond the dtype (NEP 50, no error)
+            info = numpy.iinfo(a.dtype)
+            if type(a_min) is int and a_min <= info.min:
+                a_min = None
+            if type(a_max) is int and a_max >= info.max:
+                a_max = None
+        if a_min is None and a_max is None:
+            return self.ufunc_call(numpy.positive, (a,), out=out, **kwargs)
+        if a_min is None:
+            return self.ufunc_call(numpy.minimum, (a, a_max), out=out, **kwargs)
+        if a_max is None:
+            return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
+        return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)
 
     def real(self, a: CLArray) -> CLArray:
         """The real part: a view of a complex array's memory (writes reach it), else the array."""
@@ -1516,9 +1629,8 @@ class OpenCLBackend(Backend):
                     numpy.int32(n),
                     numpy.int32(k),
                 ]
-                kernel.set_args(*args)
                 gs = (-(-n // _TILE) * _TILE, -(-m // _TILE) * _TILE, nb)
-                self._cl.enqueue_nd_range_kernel(self.queue, kernel, gs, (_TILE, _TILE, 1))
+                self._enqueue(kernel, gs, (_TILE, _TILE, 1), args)
         res = self.reshape(result, pshape)
         if out is not None:
             self.copy_into(out, res)
@@ -2063,6 +2175,8 @@ def _supports_function(
         if func is numpy.ndarray.__setitem__ and len(args) > 2:
             v = args[2]
             if not (isinstance(v, (int, float, bool, numpy.generic)) or _array_operand(v)):
+                return False
+            if _native_or_device(key) and not args[0].flags.c_contiguous:  # (a mask into a strided view: NumPy)
                 return False
     if func is numpy.where and len(args) != 3:
         return False

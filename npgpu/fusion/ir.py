@@ -239,3 +239,23 @@ def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
     """Copy-with-conversion: one input, one output."""
     b = GraphBuilder()
     return b.build([b.input(src)], [dst])
+
+
+def evaluate(graph: Graph, inputs: list[Any], scalars: list[Any]) -> list[Any]:
+    """Values of ``graph``'s outputs computed with NumPy, node by node, on the exact loops (the
+    emulated backend's kernels, and the host's answer where a device can't run a graph)."""
+    values: dict[Any, Any] = {}
+    with numpy.errstate(all="ignore"):  # a device kernel raises no floating-point warnings either
+        for node in walk(graph.outputs):
+            if isinstance(node, Input):
+                values[node] = inputs[node.index]
+            elif isinstance(node, Scalar):
+                values[node] = scalars[node.index]
+            elif isinstance(node, Cast):
+                values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
+            elif isinstance(node, Apply):
+                result = node.ufunc(*(values[o] for o in node.operands), signature=node.loop)
+                values[node] = result[node.out_index] if node.ufunc.nout > 1 else result
+            elif isinstance(node, Select):
+                values[node] = numpy.where(values[node.cond], values[node.a], values[node.b])
+    return [values[o] for o in graph.outputs]

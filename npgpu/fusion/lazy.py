@@ -3,10 +3,22 @@
 A pending device array knows its shape and dtype; its value is computed (materialized) when
 something needs it: a non-elementwise consumer, host conversion, a write into an array the
 graph reads, a graph-size limit, or ``npgpu.sync()``.
+
+Threads. Recording needs no lock: a graph grows only from the arrays its thread hands it (so it
+mixes two threads' work only where they share arrays), and each recording step is one C call or
+a few Python statements whose shared effects are single dict operations. A pending array is
+materialized once: under one of a few locks chosen by its identity, then looked at again (another
+thread may have computed it meanwhile), and it goes from pending to computed by two adjacent slot
+stores with no call between them, which neither a thread switch nor a KeyboardInterrupt splits.
+Every pending array is registered with the thread that recorded it: ``npgpu.sync()`` runs the
+calling thread's graphs (another thread's half-recorded expression is its own business), while a
+write runs every thread's graphs that read the memory it is about to change.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 import weakref
 from typing import Any
@@ -14,10 +26,11 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _native, _report
+from .. import _config, _native, _report
 from .._array import DeviceArray
+from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from . import ufuncs as _table
-from .ir import Graph, GraphBuilder, Node
+from .ir import Graph, GraphBuilder, Node, evaluate
 
 #: Graphs larger than this many ufunc nodes are materialized before growing further.
 MAX_NODES = 64
@@ -60,12 +73,17 @@ class Pending:
 
 
 class _Ref(weakref.ref):  # type: ignore[type-arg]
-    __slots__ = ("key",)
+    __slots__ = ("key", "owner")  # id of the array; threading.get_ident() of the thread that recorded it
+
+
+_get_ident = threading.get_ident
 
 
 class _PendingArrays:
     """Every pending array alive (by identity: arrays are unhashable), so writes and sync()
-    can find the graphs that must run first; an array that dies unused is simply forgotten."""
+    can find the graphs that must run first; an array that dies unused is simply forgotten.
+    Threads add and remove entries at once: each change is one dict operation, and readers take
+    a snapshot first."""
 
     def __init__(self) -> None:
         self._refs: dict[int, _Ref] = {}
@@ -77,6 +95,7 @@ class _PendingArrays:
     def add(self, array: Any) -> None:
         ref = _Ref(array, self._forget)
         ref.key = key = id(array)
+        ref.owner = _get_ident()
         self._refs[key] = ref
 
     def discard(self, array: Any) -> None:
@@ -88,9 +107,14 @@ class _PendingArrays:
     def __bool__(self) -> bool:
         return bool(self._refs)
 
-    def alive(self) -> list[Any]:
-        """The pending arrays still alive, as a list (the registry may change while it's used)."""
-        return [array for array in [ref() for ref in self._refs.values()] if array is not None]
+    def alive(self, owner: int | None = None) -> list[Any]:
+        """The pending arrays still alive (recorded by thread ``owner`` when given), as a list: the
+        registry changes while it is used. (list() copies the values in one step; iterating the
+        dict itself let another thread's recording break the loop: "dictionary changed size".)"""
+        refs = list(self._refs.values())
+        if owner is not None:
+            refs = [ref for ref in refs if ref.owner == owner]
+        return [array for array in [ref() for ref in refs] if array is not None]
 
     def __iter__(self) -> Any:
         return iter(self.alive())
@@ -107,14 +131,17 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
     """Whether ``ufunc`` with ``loop`` over arrays of ``operands`` dtypes can be recorded for ``backend``."""
     if ufunc.nout != 1 or not getattr(backend, "supports_fusion", False):
         return False
+    if ufunc is numpy.power and loop[1].kind == "i":  # NumPy raises for negative integer exponents:
+        return False  # the eager path checks them at the call, where the error belongs
     dtypes = loop + operands
     return (all(_table.is_supported_dtype(dt) for dt in dtypes) and _table.supports_loop(ufunc, loop)
             and backend.supports_dtypes(dtypes))
 
 
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
-           shape: tuple[int, ...], frame: Any = None) -> Any:
-    """A pending device array for ``ufunc(*inputs)``; nothing runs yet."""
+           shape: tuple[int, ...], frame: Any = None, register: bool = True) -> Any:
+    """A pending device array for ``ufunc(*inputs)``; nothing runs yet. ``register=False``: the
+    caller materializes it at once (into ``out``), so no other thread may see it and run it first."""
     operands: Any = inputs  # a list once a scalar is wrapped
     nodes = 1
     first = second = None  # pending operands already counted (ufuncs here take at most 3 inputs)
@@ -146,10 +173,10 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
                 materialize(x)
         nodes = 1
     return _new_pending(Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame),
-                        backend)
+                        backend, register)
 
 
-def _new_pending(pending: Pending, backend: Any) -> Any:
+def _new_pending(pending: Pending, backend: Any, register: bool = True) -> Any:
     """A device array whose value is ``pending``, registered so writes and sync() find it."""
     array = _new_array(DeviceArray)  # DeviceArray.pending(), inlined: this is the hot path
     array._device_data = None
@@ -157,9 +184,11 @@ def _new_pending(pending: Pending, backend: Any) -> Any:
     array._backend = backend
     array._base = None
     array._readonly = False
-    ref = _Ref(array, _forget)  # _pending.add(array), inlined
-    ref.key = key = id(array)
-    _refs[key] = ref
+    if register:
+        ref = _Ref(array, _forget)  # _pending.add(array), inlined
+        ref.key = key = id(array)
+        ref.owner = _get_ident()
+        _refs[key] = ref
     return array
 
 
@@ -278,9 +307,9 @@ class _GraphState:
         add, add_input, add_scalar, add_pending = (signature.append, self.inputs.append, self.scalars.append,
                                                    self.pendings.append)
 
-        def walk(x: Any, walk: Any) -> int:  # (itself as an argument: a closure over itself is a cycle)
-            """Position of pending ``x``'s call; its scalars and leaves are handled inline."""
-            pending = x._pending
+        def walk(x: Any, pending: Any, walk: Any) -> int:  # (itself as an argument: a closure over itself is a cycle)
+            """Position of pending ``x``'s call (``pending``: its recorded call, read once: another thread
+            may compute ``x`` meanwhile); its scalars and leaves are handled inline."""
             refs = []
             for o in pending.operands:
                 if type(o) is ScalarArg:
@@ -289,7 +318,8 @@ class _GraphState:
                     add(("scalar", value.dtype))
                     refs.append(len(signature) - 1)
                     continue
-                if o._pending is None:  # a leaf, by its native (two views of one native are one input)
+                inner = o._pending
+                if inner is None:  # a leaf, by its native (two views of one native are one input)
                     data = o._device_data
                     key = id(data)
                     position = seen.get(key)
@@ -300,14 +330,14 @@ class _GraphState:
                 else:
                     position = seen.get(id(o))
                     if position is None:
-                        position = walk(o, walk)
+                        position = walk(o, inner, walk)
                 refs.append(position)
             add((pending.ufunc, pending.loop, tuple(refs)))
             add_pending(pending)
             position = seen[id(x)] = len(signature) - 1
             return position
 
-        walk(root, walk)
+        walk(root, root._pending, walk)
 
     def graph(self, array: Any, out_dtype: numpy.dtype) -> Graph:
         """The graph computing pending ``array`` stored as ``out_dtype``; fills inputs and scalars."""
@@ -329,7 +359,7 @@ class _GraphState:
                     nodes.append(builder.apply_recorded(entry[0], entry[1], [nodes[i] for i in entry[2]]))
             graph = builder.build([nodes[-1]], [out_dtype])
             if len(_GRAPHS) >= _GRAPHS_MAX:
-                _GRAPHS.pop(next(iter(_GRAPHS)))  # oldest first
+                _GRAPHS.pop(next(iter(_GRAPHS)), None)  # oldest first (another thread may have taken it)
             _GRAPHS[key] = graph
         return graph
 
@@ -342,20 +372,85 @@ def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
     _count_sites(state.pendings)
 
 
+#: A materialization holds the lock its array's identity picks, so a pending array is computed
+#: once while other threads that need it wait (64: threads rarely wait on each other's arrays).
+_LOCKS = tuple(threading.RLock() for _ in range(64))
+
+
+def _lock_of(array: Any) -> Any:
+    return _LOCKS[(id(array) >> 4) & 63]
+
+
 def materialize(array: Any, out: Any = None) -> None:
-    """Compute a pending array with one kernel (into ``out``'s native when given)."""
-    pending = array._pending
-    if pending is None:
+    """Compute a pending array with one kernel (into ``out``'s native when given).
+
+    A kernel the device can't build is computed by NumPy instead and uploaded (counted, with the
+    compiler's message). A result the device can't hold raises DeviceMemoryError and leaves the
+    array pending, its graph intact (the dispatcher then falls back for the call that needed it)."""
+    if array._pending is None:
         return
-    started = time.perf_counter()
-    backend = array._backend
-    state = _GraphState()
-    graph = state.graph(array, pending.dtype if out is None else out.dtype)
-    result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
-    array._device_data = result
-    array._pending = None
+    with _lock_of(array):
+        pending = array._pending
+        if pending is None:  # another thread computed it while this one waited
+            return
+        started = time.perf_counter()
+        backend = array._backend
+        state = _GraphState()
+        graph = state.graph(array, pending.dtype if out is None else out.dtype)
+        try:
+            result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
+        except KernelBuildError as exc:
+            result = _run_on_host(array, backend, graph, state, out, exc.reason)
+            started = None
+        # (two adjacent stores: no thread switch or signal comes between them)
+        array._device_data = result
+        array._pending = None
     _pending.discard(array)
-    _launch_stats(state, result.nbytes, started)
+    if started is not None:
+        _launch_stats(state, result.nbytes, started)
+
+
+def _host_result(array: Any, backend: Any, graph: Graph, state: _GraphState) -> numpy.ndarray:
+    """Pending ``array``'s value computed by NumPy from host copies of its graph's inputs."""
+    inputs = [backend.to_host(native) for native in state.inputs]
+    value = evaluate(graph, inputs, state.scalars)[0]
+    return numpy.array(numpy.broadcast_to(value, array._pending.shape), graph.out_dtypes[0], copy=True)
+
+
+def _run_on_host(array: Any, backend: Any, graph: Graph, state: _GraphState, out: Any, reason: str) -> Any:
+    """The graph in NumPy, its result put on the device (into ``out``): a counted fallback."""
+    notify_fallback(_config.current(), array._pending.ufunc, reason)
+    host = _host_result(array, backend, graph, state)
+    for p in state.pendings:
+        _report.record(p.ufunc, "fallback", reason=reason)
+    if out is None:
+        return backend.from_host(host)
+    backend.write(out, host)
+    return out
+
+
+def host_value(array: Any) -> numpy.ndarray:
+    """A pending array's value computed by NumPy on the host, the array left pending: for a result
+    the device can't hold (DeviceMemoryError), when the host needs the value. Counted as fallbacks
+    with the reason "device memory"."""
+    with _lock_of(array):
+        pending = array._pending
+        if pending is None:
+            return array._backend.to_host(array._device_data)
+        nbytes = math.prod(pending.shape) * pending.dtype.itemsize
+        reason = f"device memory: the {nbytes}-byte result did not fit on the device"
+        notify_fallback(_config.current(), pending.ufunc, reason)
+        state = _GraphState()
+        graph = state.graph(array, pending.dtype)
+        host = _host_result(array, array._backend, graph, state)
+    for p in state.pendings:
+        _report.record(p.ufunc, "fallback", reason=reason)
+    return host
+
+
+#: _fallback.notify (set when that module loads; it imports this one): tells the user of a fallback
+#: as ``on_fallback`` asks, raising FallbackError before any work when it says "raise".
+notify_fallback: Any = None
 
 
 def _reads(array: Any, test: Any) -> bool:
@@ -387,22 +482,25 @@ def discard(array: Any) -> None:
     _pending.discard(array)
 
 
-def _run_outermost(select: Any) -> None:
-    """Materialize the pending arrays ``select`` picks, outermost graphs first.
+def _run_outermost(select: Any, owner: int | None = None, too_large: set[int] | None = None) -> None:
+    """Materialize the pending arrays ``select`` picks (among thread ``owner``'s, when given),
+    outermost graphs first. With ``too_large`` (a set), an array the device can't hold stays
+    pending (its id added to the set) instead of raising DeviceMemoryError.
 
     An array that is only an operand of other pending arrays is computed inside their kernel;
     once those ran it is freed, or, if the user still holds it, it becomes outermost itself.
     """
     while True:
-        chosen = [array for array in _pending if select(array)]
+        chosen = [array for array in _pending.alive(owner) if select(array)
+                  and (too_large is None or id(array) not in too_large)]
         if not chosen:
             return
-        inner = {id(o) for array in chosen for o in array._pending.operands
+        inner = {id(o) for array in chosen for o in _operands(array)
                  if type(o) is DeviceArray and o._pending is not None}
         outermost = [array for array in chosen if id(array) not in inner]
         del chosen  # keep no reference to inner arrays: unreferenced ones must be freed
         for array in outermost:
-            materialize(array)
+            _materialize_or_keep(array, too_large)
         del outermost
 
 
@@ -412,15 +510,47 @@ def before_write(backend: Any, native: Any, skip: Any = None) -> None:
                    and reads_buffer(array, backend, native))
 
 
-def flush_all() -> None:
-    """Materialize every pending array (``npgpu.sync()``)."""
+def _operands(array: Any) -> tuple[Any, ...]:
+    pending = array._pending  # (read once, see _is_root)
+    return () if pending is None else pending.operands
+
+
+def _is_root(array: Any) -> bool:
+    # (one read of _pending: another thread may compute the array between two; and a local of a
+    # function, which dies with it, unlike a comprehension's walrus target, which held the graph)
+    pending = array._pending
+    return pending is not None and not pending.consumers
+
+
+def flush_all(owner: int | None = None) -> None:
+    """Materialize every pending array recorded by thread ``owner`` (every thread's when None).
+
+    ``npgpu.sync()`` passes its own thread: another thread's graphs are that thread's to run (it
+    may be half-way through an expression, and their errors are its own)."""
     # First the arrays no graph has read (the usual case: one result per expression), without
     # working out which are inner; then whatever those kernels left pending.
-    roots = [array for array in _pending.alive() if array._pending is not None and not array._pending.consumers]
+    # An array too large for the device stays pending: NumPy computes it if the host needs it.
+    too_large: set[int] = set()
+    roots = [array for array in _pending.alive(owner) if _is_root(array)]
     for array in roots:
-        materialize(array)
+        _materialize_or_keep(array, too_large)
     del roots
-    _run_outermost(lambda array: array._pending is not None)
+    _run_outermost(lambda array: array._pending is not None, owner, too_large)
+
+
+def _materialize_or_keep(array: Any, too_large: set[int] | None) -> None:
+    if too_large is None:
+        materialize(array)
+        return
+    try:
+        materialize(array)
+    except DeviceMemoryError:
+        too_large.add(id(array))
+
+
+def flush_thread() -> None:
+    """Materialize the pending arrays this thread recorded (``npgpu.sync()``)."""
+    flush_all(_get_ident())
 
 
 def pending_count() -> int:
@@ -443,9 +573,13 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
         return None
     op, divide = REDUCTIONS[func_name]
     pending = array._pending
+    if pending is None:  # another thread computed it since the dispatcher looked: the plain path reduces it
+        return None
     ndim = len(pending.shape)
     if axis is None:
         axes = tuple(range(ndim))
+    elif ndim == 0 and type(axis) is int and axis in (0, -1) and not divide:
+        axes = ()  # (NumPy's ufunc reductions take these of a 0-d array; its mean does not)
     else:
         axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
     probe = numpy.zeros(1, pending.dtype)
@@ -458,12 +592,18 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     if count == 0 and (divide or op in ("maximum", "minimum")):
         return None  # NumPy's error or warning comes from the eager path
     started = time.perf_counter()
-    graph = state.graph(array, acc_dtype)
-    native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
+    with _lock_of(array):  # (the walk needs the array still pending)
+        if array._pending is None:
+            return None
+        graph = state.graph(array, acc_dtype)
+    try:
+        native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
+        if native is not None and divide:
+            native = _divide(backend, native, count, result_dtype)
+    except FALLBACK_FAULTS:  # the plain path materializes, then reduces (or falls back, counted)
+        return None
     if native is None:
         return None
-    if divide:
-        native = _divide(backend, native, count, result_dtype)
     if keepdims:
         kept = tuple(1 if d in axes else n for d, n in enumerate(pending.shape))
         native = backend.call_function(numpy.reshape, (native, kept), {})

@@ -230,8 +230,9 @@ TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
     "minimum": {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN},
     "fmax": {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"},
     "fmin": {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"},
-    "clip": {  # NumPy's: minimum(maximum(x, lo), hi), so lo > hi gives hi
-        "biu": "(({0} < {1} ? {1} : {0}) > {2} ? {2} : ({0} < {1} ? {1} : {0}))",
+    "clip": {
+        # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
+        "biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
         "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")",
     },
     "equal": {"biuf": "({0} == {1})"},

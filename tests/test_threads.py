@@ -1,0 +1,179 @@
+"""Threads and asyncio tasks doing device work at once get NumPy's answers (README, "Threads").
+
+The stress runs are short here (CI's budget); tools/stress_threads.py runs the same workload
+for as long as asked, on any backend.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy
+import pytest
+from threads_workload import run_in_threads, run_tasks, run_threads
+
+import npgpu
+from npgpu.fusion import lazy
+
+#: NPGPU_STRESS_ROUNDS=n repeats each stress run n times (default 1).
+ROUNDS = int(os.environ.get("NPGPU_STRESS_ROUNDS", "1"))
+
+
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_threads_doing_fused_work_reductions_indexing_and_writes_get_numpys_answers(device_backend, round_):
+    problems = run_threads(device_backend, threads=8, steps=24, seed=round_)
+    assert problems == []
+
+
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_asyncio_tasks_interleaved_mid_expression_get_numpys_answers(device_backend, round_):
+    assert run_tasks(device_backend, tasks=6, steps=16, seed=round_) == []
+
+
+def test_each_thread_reduces_its_own_array(device_backend):
+    # A built kernel is shared by every thread, and its arguments were state of that object:
+    # two threads setting them at once summed each other's arrays (PoCL: thread 1 got thread 3's
+    # total, others garbage, or the process crashed).
+    n = 50_000
+    seen: list[tuple[int, float]] = []
+
+    def work(k: int) -> None:
+        with npgpu.enable(device_backend, threshold=0):
+            a = npgpu.asarray(numpy.full(n, float(k)))
+            for _ in range(60):
+                total = float(numpy.add.reduce(a))
+                if total != k * n:
+                    seen.append((k, total / n))
+                    return
+
+    run_in_threads(work, range(1, 7), switch_interval=1e-6)
+    assert seen == []
+
+
+def test_a_pending_array_needed_by_many_threads_at_once_is_computed_once(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.linspace(0.0, 1.0, 100_000))
+        x = (a * 3.0 + 1.0) / 2.0
+        want = (numpy.linspace(0.0, 1.0, 100_000) * 3.0 + 1.0) / 2.0
+        npgpu.report(reset=True)
+        start = threading.Barrier(6)
+        got: list[numpy.ndarray] = []
+
+        def read(_: int) -> None:
+            start.wait()
+            got.append(numpy.asarray(x))
+
+        run_in_threads(read, range(6))
+        assert len(got) == 6
+        for value in got:
+            numpy.testing.assert_array_equal(value, want)
+        assert npgpu.report().kernels.get("kernels_launched") == 1
+
+
+def test_sync_runs_this_threads_recorded_work_and_leaves_other_threads_own(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.arange(50_000.0))
+        mine = a * 2.0
+        recorded, synced = threading.Event(), threading.Event()
+        theirs: list[npgpu.DeviceArray] = []
+
+        def other() -> None:
+            with npgpu.enable(device_backend, threshold=0):
+                theirs.append(a + 1.0)
+                recorded.set()
+                synced.wait()
+                npgpu.sync()  # runs its own graph
+
+        t = threading.Thread(target=other)
+        t.start()
+        recorded.wait()
+        npgpu.sync()
+        assert mine._pending is None  # this thread's graph ran
+        assert theirs[0]._pending is not None  # the other thread's is still its own
+        synced.set()
+        t.join()
+        assert theirs[0]._pending is None
+        numpy.testing.assert_array_equal(numpy.asarray(theirs[0]), numpy.arange(50_000.0) + 1.0)
+
+
+def test_a_write_runs_other_threads_graphs_that_read_the_memory_first(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        shared = npgpu.asarray(numpy.arange(50_000.0))
+        recorded, written = threading.Event(), threading.Event()
+        result: list[npgpu.DeviceArray] = []
+
+        def reader() -> None:
+            with npgpu.enable(device_backend, threshold=0):
+                result.append(shared * 2.0)  # recorded, not run
+                recorded.set()
+                written.wait()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        recorded.wait()
+        shared[...] = -1.0  # the reader's graph must see the values before this write
+        written.set()
+        t.join()
+        numpy.testing.assert_array_equal(numpy.asarray(result[0]), numpy.arange(50_000.0) * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(shared), numpy.full(50_000, -1.0))
+
+
+def test_one_thread_writes_a_shared_array_others_read_it_after_the_join(device_backend):
+    host = numpy.arange(120_000.0)
+    with npgpu.enable(device_backend, threshold=0):
+        shared = npgpu.asarray(host.copy())
+
+    def writer() -> None:
+        with npgpu.enable(device_backend, threshold=0):
+            shared[::2] = 5.0
+            shared[...] += shared * 0.5  # fused into shared, left for the device to run
+    t = threading.Thread(target=writer)
+    t.start()
+    t.join()
+    host[::2] = 5.0
+    host += host * 0.5
+    totals: list[float] = []
+
+    def reader(_: int) -> None:
+        with npgpu.enable(device_backend, threshold=0):
+            totals.append(float((shared * 1.0).sum()))
+
+    run_in_threads(reader, range(4))
+    assert totals == pytest.approx([host.sum()] * 4, rel=1e-12)
+
+
+def test_the_pending_registry_is_read_while_other_threads_record(device_backend):
+    # Reading the registry while other threads add to it once iterated the dict itself:
+    # "dictionary changed size during iteration".
+    import sys
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def record() -> None:
+        try:
+            with npgpu.enable(device_backend, threshold=0):
+                a = npgpu.asarray(numpy.ones(1000))
+                while not stop.is_set():
+                    keep = [a * float(i) for i in range(300)]
+                    del keep
+        except Exception as exc:
+            errors.append(exc)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    pool = [threading.Thread(target=record) for _ in range(2)]
+    for t in pool:
+        t.start()
+    try:
+        for _ in range(2000):
+            lazy._pending.alive()
+    except RuntimeError as exc:
+        errors.append(exc)
+    finally:
+        stop.set()
+        for t in pool:
+            t.join()
+        sys.setswitchinterval(old)
+    assert errors == []
