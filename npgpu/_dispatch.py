@@ -15,7 +15,7 @@ from . import _array as _array_module
 from . import _config, _operands, _placement, _report
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
-from ._fallback import fallback, notify, run_on_host, to_host_tree
+from ._fallback import fallback, holds_device_array, notify, run_on_host, to_host_tree
 from .fusion import lazy as _lazy
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
@@ -202,8 +202,11 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     for value in kwargs.values():
         scan(value, devices, hosts)
     mutated = _mutated(func, args, kwargs)
+    if not devices and any(type(v) in (list, tuple) and holds_device_array(v) for v in (*args, *kwargs.values())):
+        # device arrays behind numbers in a list (np.block([1.0, d])): NumPy runs it on host copies
+        return run_on_host(func, func, args, kwargs, mutated, record="host")
     backend = devices[0]._backend if devices else state.backend
-    if backend is None or backend.is_host or not state.enabled:
+    if backend is None or backend.is_host or not state.enabled or _subclassed(hosts):
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
     if devices:  # lists and tuples that are array data become arrays, placed like any host operand
         converted = _operands.function_arguments(func, args, kwargs)
@@ -348,6 +351,17 @@ def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[D
 
 # NumPy's messages for writes into read-only arrays, where they differ from setitem's
 _READ_ONLY = {numpy.ndarray.sort: "sort array is read-only", numpy.put: "put: output array is read-only"}
+
+
+def _subclassed(hosts: list[numpy.ndarray]) -> bool:
+    """Whether a host operand is an ndarray subclass with semantics of its own (a masked array,
+    a matrix, a user's subclass): NumPy runs the call, so the result keeps its class and its
+    meaning. A memmap is only where the data lives, and moves like any host array."""
+    for h in hosts:
+        t = type(h)
+        if t is not numpy.ndarray and t is not numpy.memmap:
+            return True
+    return False
 
 
 def _host_out(kwargs: dict[str, Any]) -> bool:
@@ -554,7 +568,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if method == "at" and inputs and isinstance(inputs[0], DeviceArray):
         mutated.append(inputs[0])
     backend = (devices or out_devices)[0]._backend if (devices or out_devices) else state.backend
-    if backend is None or backend.is_host or not state.enabled:
+    if backend is None or backend.is_host or not state.enabled or _subclassed(hosts) or _subclassed(out_hosts):
         record = "host" if devices or out_devices or state.enabled else None
         return run_on_host(uf, call, inputs, kwargs, mutated, record=record)
     if not devices and not out_devices:

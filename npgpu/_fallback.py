@@ -36,11 +36,21 @@ def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] 
         if copies is not None:
             copies[id(host)] = (obj, host)
         return host
-    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
+    if isinstance(obj, (list, tuple)) and (_has_arrays(obj) or holds_device_array(obj)):
         return type(obj)(to_host_tree(item, copies) for item in obj)
     if isinstance(obj, dict):
         return {k: to_host_tree(v, copies) for k, v in obj.items()}
     return obj
+
+
+def holds_device_array(seq: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a device array hides anywhere in a (nested) sequence, also behind numbers
+    (``np.block([1.0, device_array])``, which the first-item rule calls data)."""
+    for item in seq:
+        t = type(item)
+        if t is DeviceArray or ((t is list or t is tuple) and holds_device_array(item)):
+            return True
+    return False
 
 
 def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) -> Any:
