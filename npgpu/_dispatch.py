@@ -4,8 +4,10 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -210,13 +212,17 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
     if devices:  # lists and tuples that are array data become arrays, placed like any host operand
         converted = _operands.function_arguments(func, args, kwargs)
+        if converted is None:
+            return run_on_host(func, func, args, kwargs, mutated, record="host")
         if converted[0] is not args or converted[1] is not kwargs:
             args, kwargs = converted
-            hosts = []
+            devices, hosts = [], []
             for value in args:
-                scan(value, [], hosts)
+                scan(value, devices, hosts)
             for value in kwargs.values():
-                scan(value, [], hosts)
+                scan(value, devices, hosts)
+            if not devices:  # (a device array given as a shape was the only one: placed afresh)
+                return function(func, args, kwargs)
         if _host_out(kwargs):  # NumPy writes into it; a device call would write into an uploaded copy
             return fallback(func, func, args, kwargs, mutated, state, reason="out= is a host array")
     if not devices and func in _CONSTRUCTORS:
@@ -548,15 +554,17 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     for value in inputs:
         scan(value, devices, hosts)
     if devices or (out is not None and any(type(o) is DeviceArray for o in out)):
-        # every input of a ufunc is an array: lists and tuples are array data, uploaded like host arrays
-        converted = _operands.ufunc_inputs(inputs)
+        # every input of a ufunc is an array (ufunc.at's second is an index): lists and tuples are
+        # array data, uploaded like host arrays
+        converted = _operands.ufunc_inputs(inputs) if method != "at" else _operands.at_inputs(inputs)
         if converted is not inputs:
             inputs = converted
             hosts = []
             for value in inputs:
                 scan(value, [], hosts)
         if "where" in kwargs and _operands.is_data(kwargs["where"]):
-            kwargs = {**kwargs, "where": numpy.asarray(kwargs["where"])}
+            # (a list is converted to bool as NumPy does: [0, 1] is a mask; an int *array* is refused)
+            kwargs = {**kwargs, "where": numpy.asarray(kwargs["where"], dtype=bool)}
             scan(kwargs["where"], [], hosts)
     out_devices: list[DeviceArray] = []
     out_hosts: list[numpy.ndarray] = []
@@ -600,6 +608,9 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
+    if method == "__call__" and out is None and kwargs.get("where", True) is not True:
+        warnings.warn("'where' used without 'out', expect unitialized memory in output. If this is intentional, "
+                      "use out=None.", UserWarning, stacklevel=_user_stacklevel())
     try:
         if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
             return out[0]
@@ -615,6 +626,18 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside npgpu and NumPy."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
 
 
 def _zero_d_arrays(result: Any) -> Any:

@@ -27,7 +27,7 @@ _NEVER_DATA = frozenset({DeviceArray, int, float, bool, type(None), str, numpy.n
 
 #: Arguments NumPy's dispatchers list as relevant that are small host values, not array data:
 #: split points and tile counts (a backend takes them as Python sequences, never as device arrays).
-HOST_VALUES = frozenset({"indices_or_sections", "reps"})
+HOST_VALUES = frozenset({"indices_or_sections", "reps", "shape", "newshape"})
 
 
 def is_data(x: Any) -> bool:
@@ -65,6 +65,14 @@ def ufunc_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     if not any(map(is_data, inputs)):
         return inputs
     return tuple(numpy.asarray(x) if is_data(x) else x for x in inputs)
+
+
+def at_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``ufunc.at``'s (array, indices[, values]): the indices are an index, the values data."""
+    if len(inputs) < 2:
+        return inputs
+    converted = (inputs[0], index_key(inputs[1]), *ufunc_inputs(inputs[2:]))
+    return inputs if all(a is b for a, b in zip(converted, inputs)) else converted
 
 
 def index_key(key: Any) -> Any:
@@ -136,12 +144,20 @@ def _stand_in(value: Any, kind: Any, position: Any, probes: list[Any]) -> Any:
     return kind[0](_stand_in(item, k, (position, j), probes) for j, (item, k) in enumerate(zip(value, kind[1])))
 
 
+_host_values: dict[Any, frozenset[Any]] = {}
+
+
 def _host_value_positions(func: Any) -> frozenset[Any]:
-    try:
-        names = list(inspect.signature(func).parameters)
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(p for i, name in enumerate(names) if name in HOST_VALUES for p in (i, name))
+    """The positions and names of ``func``'s HOST_VALUES parameters (cached)."""
+    found = _host_values.get(func)
+    if found is None:
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):
+            names = []
+        found = _host_values[func] = frozenset(p for i, name in enumerate(names) if name in HOST_VALUES
+                                               for p in (i, name))
+    return found
 
 
 def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -170,15 +186,22 @@ def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 
 
 def function_arguments(func: Any, args: tuple[Any, ...],
-                       kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+                       kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """``args``/``kwargs`` of NumPy function (or ndarray method) ``func`` with their array data as
-    host arrays; unchanged (the same objects) when nothing needs converting."""
+    host arrays, and device arrays given as host values (a shape) as lists; unchanged (the same
+    objects) when nothing needs converting; None when NumPy must run the call on the host (array
+    data given as an empty sequence, whose meaning NumPy decides per function)."""
     if func is numpy.ndarray.__setitem__ and len(args) == 3:
         target, key, value = args
         dtype = getattr(target, "dtype", None)
         return (target, index_key(key), numpy.asarray(value, dtype=dtype) if is_data(value) else value), kwargs
     if func is numpy.ndarray.__getitem__ and len(args) == 2:
         return (args[0], index_key(args[1])), kwargs
+    host_values = _host_value_positions(func)
+    if host_values and any(type(v) is DeviceArray and p in host_values
+                           for p, v in (*enumerate(args), *kwargs.items())):
+        args = tuple(v.tolist() if type(v) is DeviceArray and i in host_values else v for i, v in enumerate(args))
+        kwargs = {k: v.tolist() if type(v) is DeviceArray and k in host_values else v for k, v in kwargs.items()}
     if not hasattr(func, "_implementation"):  # not dispatched through __array_function__
         return args, kwargs
     for value in (*args, *kwargs.values()):
@@ -196,13 +219,23 @@ def function_arguments(func: Any, args: tuple[Any, ...],
             i, j = p
             container = new_args if isinstance(i, int) else new_kwargs
             seq = list(container[i])
+            if _empty(seq[j]):
+                return None
             seq[j] = numpy.asarray(seq[j])
             container[i] = type(container[i])(seq)
         elif isinstance(p, int):
+            if _empty(new_args[p]):
+                return None
             new_args[p] = numpy.asarray(new_args[p])
         else:
+            if _empty(new_kwargs[p]):
+                return None
             new_kwargs[p] = numpy.asarray(new_kwargs[p])
     return tuple(new_args), new_kwargs
+
+
+def _empty(value: Any) -> bool:
+    return (type(value) is list or type(value) is tuple) and not value
 
 
 def _needs_look(value: Any) -> bool:

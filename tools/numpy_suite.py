@@ -72,6 +72,9 @@ filterwarnings =
     ignore:numpy.ufunc size changed
     ignore:the matrix subclass is not
     ignore:Importing from numpy.matlib is
+    # raised inside hypothesis' own failure reporting when mypy_extensions is installed (not NumPy's,
+    # not npgpu's): without it a failing hypothesis test ends the whole run with an INTERNALERROR
+    ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning
 # The markers numpy.conftest registers, for a NumPy that doesn't ship it.
 markers =
     slow

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, NoReturn
 
 import numpy
+from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
 from .._errors import DeviceLostError, DeviceMemoryError, KernelBuildError
@@ -1821,18 +1822,10 @@ def _identity(op: str, dt: numpy.dtype) -> Any:
 
 
 def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` as sorted non-negative axes, with NumPy's errors (normalize_axis_tuple's)."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, numpy.integer)) else tuple(axis)
-    out = []
-    for ax in axes:
-        ax = int(ax)
-        if not -ndim <= ax < ndim:
-            raise numpy.exceptions.AxisError(ax, ndim)
-        out.append(ax % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError("duplicate value in 'axis'")
-    return tuple(sorted(out))
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
 def _concat_result(
@@ -2187,8 +2180,18 @@ def _supports_function(
             return False  # Fortran (or A/K) order: NumPy's
     if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
         return False
-    if func is numpy.clip and ("min" in kwargs or "max" in kwargs):
-        return False
+    if func is numpy.clip:
+        if "min" in kwargs or "max" in kwargs:
+            return False
+        bounds = [args[i] if len(args) > i else kwargs.get(("a_min", "a_max")[i - 1]) for i in (1, 2)]
+        try:
+            loop = numpy._core.umath.clip.resolve_dtypes(
+                (args[0].dtype, *(args[0].dtype if b is None else b.dtype if hasattr(b, "dtype") else _weak_type(b)
+                                  for b in bounds), None))
+        except (TypeError, ValueError):
+            return False
+        if not _table.supports_loop(numpy._core.umath.clip, tuple(loop)):
+            return False  # complex or float16 bounds: NumPy's
     return True
 
 
