@@ -21,20 +21,6 @@ def native_numeric(dtype: Any) -> bool:
     return dtype.kind in "biufc" and dtype.isnative
 
 
-def reduction_identity(op: str, dtype: numpy.dtype) -> Any:
-    """The value a reduction with ``op`` starts from, in ``dtype``."""
-    if op in ("add", "logical_or"):
-        return dtype.type(0)
-    if op in ("multiply", "logical_and"):
-        return dtype.type(1)
-    if dtype.kind == "f":
-        return dtype.type(-numpy.inf if op == "maximum" else numpy.inf)
-    if dtype.kind == "b":
-        return dtype.type(op == "minimum")
-    info = numpy.iinfo(dtype)
-    return dtype.type(info.min if op == "maximum" else info.max)
-
-
 class Backend:
     """Base class of the device backends.
 
@@ -127,7 +113,7 @@ class Backend:
         if map_reduce is None:
             return None
         acc = graph.out_dtypes[0]
-        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, reduction_identity(op, acc), shape)
+        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, None, shape)  # (None: the identity)
         return result
 
     # -- compute ------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import numpy
 
 from .. import _errors
+from ..fusion import ufuncs as _table
 from ..fusion.ir import evaluate
 from .base import Backend, native_numeric
 
@@ -784,7 +785,7 @@ class CupyBackend(ArrayModuleBackend):
         return random_kernels.cuda_doubles(self, state, shape)
 
     # -- fusion: generated CUDA from the shared IR, launched by CuPy's kernel machinery ----------
-    _REDUCE = {"add": ("a + b", "0"), "multiply": ("a * b", "1")}
+    _REDUCE = {"add": ("a + b", None), "multiply": ("a * b", None)}  # (identities: ufuncs.identity_literal)
 
     def _fused_function(self, graph: Any) -> tuple[str, str, str]:
         """(preamble defining npg_fused, its argument list, its C++ parameter spec for CuPy)."""
@@ -926,7 +927,9 @@ class CupyBackend(ArrayModuleBackend):
         if op not in self._REDUCE or not inputs:
             return None
         cp = self.xp
-        reduce_expr, identity = self._REDUCE[op]
+        reduce_expr, _ = self._REDUCE[op]
+        # (the identity from the one table: -0.0 for a float sum, which keeps negative zeros' sign)
+        identity = _table.identity_literal(op, graph.out_dtypes[0])
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph)

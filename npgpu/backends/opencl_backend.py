@@ -922,12 +922,13 @@ class OpenCLBackend(Backend):
         The entry point fusion uses for a reduction of a pending graph.
         """
         acc_dtype = numpy.dtype(acc_dtype)
-        if initial is None:
-            initial = _identity(op, acc_dtype)
         kept = [d for d in range(len(shape)) if d not in axes]
         out_shape = tuple(shape[d] for d in kept)
         m = math.prod(out_shape)
         k = math.prod(shape[d] for d in axes)
+        if initial is None:  # the identity: a float sum starts from -0.0, which keeps the sign of
+            # negative zeros, and a sum of nothing is NumPy's identity, +0.0
+            initial = _identity(op, acc_dtype) if k or op != "add" else acc_dtype.type(0)
         result = self.empty(out_shape, acc_dtype)
         index = self.empty(out_shape, numpy.int64) if op in codegen.ARG_REDUCTIONS else None
         if m == 0:
@@ -1037,7 +1038,7 @@ class OpenCLBackend(Backend):
         axes = _norm_axes(axis, a.ndim)
         acc = numpy.dtype(acc_dtype) if acc_dtype is not None else a.dtype
         graph = self._graph_cast(a.dtype, acc)
-        return self.map_reduce(graph, [a], [], op, axes, acc, _identity(op, acc), a.shape)[0]
+        return self.map_reduce(graph, [a], [], op, axes, acc, None, a.shape)[0]
 
     def _graph_cast(self, src: numpy.dtype, dst: numpy.dtype) -> ir.Graph:
         key = ("cast", src, dst)
@@ -1087,7 +1088,7 @@ class OpenCLBackend(Backend):
             if shape != a.shape:
                 raise ValueError("where= must broadcast to the reduced array's shape")
         graph = b.build([val])
-        init = _identity(op, acc) if initial is None else initial
+        init = initial  # (None: the identity)
         result, _ = self.map_reduce(graph, inputs, scalars, op, axes, acc, init, shape)
         if (
             kind in ("nanmax", "nanmin")
@@ -1806,19 +1807,7 @@ def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> n
 
 
 def _identity(op: str, dt: numpy.dtype) -> Any:
-    dt = numpy.dtype(dt)
-    if op == "add" or op == "logical_or" or op in ("bitwise_or", "bitwise_xor"):
-        return 0
-    if op in ("multiply", "logical_and"):
-        return 1
-    if dt.kind == "b":
-        return op in ("minimum", "fmin", "argmin")
-    if dt.kind == "f" and op in ("fmax", "fmin"):
-        return numpy.nan  # fmax(nan, x) == x, and an all-NaN slice stays NaN as in NumPy
-    if dt.kind == "f":
-        return -numpy.inf if op in ("maximum", "fmax", "argmax") else numpy.inf
-    info = numpy.iinfo(dt)
-    return info.min if op in ("maximum", "fmax", "argmax") else info.max
+    return _table.reduction_identity(op, dt)
 
 
 def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:

@@ -465,8 +465,6 @@ def map_reduce(
 
 #: identity of each combining op for the extra accumulators of an unrolled reduction (None:
 #: idempotent, the extra accumulators start from ``init`` too)
-_LANE_IDENTITY = {"add": "0", "multiply": "1", "logical_or": "0", "logical_and": "1", "bitwise_or": "0",
-                  "bitwise_xor": "0", "bitwise_and": "~0"}
 
 
 def _unrolled_reduce(
@@ -495,7 +493,7 @@ def _unrolled_reduce(
         return ["{", *("  " + s for s in stmts), f"  {target} = {combine(target, val)};", "}"], helpers
 
     lanes = [f"a{u}" for u in range(unroll)]
-    ident = _LANE_IDENTITY.get(op)
+    ident = _table.identity_literal(op, acc_dtype)
     out: list[str] = [
         f"{idx} chunk = (k + parts - 1) / parts;",
         f"chunk = (chunk + {unroll - 1}) / {unroll} * {unroll};",
@@ -519,14 +517,14 @@ def _unrolled_reduce(
         out += [
             f"{act} comp = 0;",
             f"while (kk + {unroll} <= kk1) {{",
-            "  " + " ".join(f"{act} {lane} = 0;" for lane in lanes),
+            "  " + " ".join(f"{act} {lane} = {ident};" for lane in lanes),
             f"  {idx} stop = kk1 - {unroll - 1} < kk + {unroll * 16} ? kk1 - {unroll - 1} : kk + {unroll * 16};",
             f"  for (; kk < stop; kk += {unroll}) {{",
             *("    " + s for s in step),
             "  }",
             f"  {act} y = {pairs[0]} - comp; {act} tt = acc + y; comp = isfinite(tt) ? (tt - acc) - y : 0; acc = tt;",
             "}",
-            f"for (; kk < kk1; kk++) {{ {act} b0 = 0;",
+            f"for (; kk < kk1; kk++) {{ {act} b0 = {ident};",
         ]
         tail_b, _ = element("kk", "b0")
         out += ["  " + s for s in tail_b]

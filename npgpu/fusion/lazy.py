@@ -589,8 +589,8 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
         return None
     state = _GraphState()
     count = int(numpy.prod([pending.shape[a] for a in axes])) if axes else 1
-    if count == 0 and (divide or op in ("maximum", "minimum")):
-        return None  # NumPy's error or warning comes from the eager path
+    if count == 0:
+        return None  # NumPy's error, warning or identity (+0.0, where kernels start from -0.0) comes eagerly
     started = time.perf_counter()
     with _lock_of(array):  # (the walk needs the array still pending)
         if array._pending is None:

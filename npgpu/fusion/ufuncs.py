@@ -390,6 +390,43 @@ def render(
     return f"(({ctype(out_dt)}){text})", helpers
 
 
+# -- reductions -------------------------------------------------------------------------------
+#: Reduction operators whose start value doesn't depend on the data (the others start from inf,
+#: the dtype's limits, or NaN for fmax/fmin: fmax(nan, x) == x, and an all-NaN slice stays NaN).
+CONSTANT_IDENTITY = frozenset({"add", "multiply", "logical_or", "logical_and", "bitwise_or", "bitwise_xor",
+                               "bitwise_and"})
+
+
+def reduction_identity(op: str, dtype: numpy.dtype) -> numpy.generic:
+    """The value a reduction with ``op`` starts from, in ``dtype``. A float sum starts from -0.0,
+    the additive identity that keeps NumPy's sign of a sum of negative zeros (0.0 + -0.0 is 0.0)."""
+    dtype = numpy.dtype(dtype)
+    if op in ("add", "logical_or", "bitwise_or", "bitwise_xor"):
+        return dtype.type(-0.0) if dtype.kind in "fc" and op == "add" else dtype.type(0)
+    if op in ("multiply", "logical_and"):
+        return dtype.type(1)
+    if op == "bitwise_and":
+        return dtype.type(-1) if dtype.kind == "i" else dtype.type(numpy.iinfo(dtype).max)
+    if dtype.kind == "b":
+        return dtype.type(op in ("minimum", "fmin", "argmin"))
+    if dtype.kind == "f":
+        if op in ("fmax", "fmin"):
+            return dtype.type(numpy.nan)
+        return dtype.type(-numpy.inf if op in ("maximum", "argmax") else numpy.inf)
+    info = numpy.iinfo(dtype)
+    return dtype.type(info.min if op in ("maximum", "fmax", "argmax") else info.max)
+
+
+def identity_literal(op: str, dtype: numpy.dtype) -> str | None:
+    """``reduction_identity`` as C text, for the operators in CONSTANT_IDENTITY (else None)."""
+    if op not in CONSTANT_IDENTITY:
+        return None
+    value = reduction_identity(op, dtype)
+    if numpy.dtype(dtype).kind == "f":
+        return "-0.0" if value == 0 else repr(float(value))
+    return f"(({ctype(numpy.dtype(dtype))}){int(value)})"
+
+
 # -- casts ------------------------------------------------------------------------------------
 # C leaves a float -> integer conversion undefined when the value doesn't fit (devices saturate:
 # CUDA, and PoCL for narrow types); NumPy on x86-64 converts through the processor's truncating
