@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
+from numpy.lib.stride_tricks import as_strided
 
 from . import _config
 
@@ -171,15 +172,36 @@ class _FlatIter:
     def __iter__(self) -> Any:
         return iter(self._flat())
 
+    def _key(self, key: Any, assigning: bool = False) -> Any:
+        """``key`` as an index of the flattened array, after NumPy's own flat iterator judged it
+        (on a zero-byte stand-in): its errors and warnings for None, tuples, lists of bools or
+        floats, 0-d booleans and strings."""
+        t = type(key)
+        if t is int or t is slice or key is Ellipsis:
+            return key
+        stand_in = as_strided(numpy.zeros(1, numpy.int8), (self.base.size,), (0,), writeable=assigning)
+        probe = key._host_proxy() if t is DeviceArray else key
+        if assigning:
+            stand_in.flat[probe] = 0
+        else:
+            stand_in.flat[probe]
+        if t is bool or t is numpy.bool_:  # (a 0-d boolean, deprecated: the first element or none)
+            return 0 if key else slice(0, 0)
+        if t is list:
+            index = numpy.asarray(key)
+            return index.astype(numpy.intp) if index.dtype.kind in "fb" or index.size == 0 else index
+        if t is tuple and len(key) == 1:
+            return key[0]
+        return key
+
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, tuple) and len(key) == 1:
-            key = key[0]
-        return self._flat()[key]
+        return self._flat()[self._key(key)]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         array = self.base
         if array._readonly:
             raise ValueError("assignment destination is read-only")
+        key = self._key(key, assigning=True)
         contiguous = array.flags.c_contiguous
         flat = self._flat() if contiguous else array.flatten()  # (a view when contiguous)
         target = flat[key]
@@ -711,6 +733,17 @@ def _direct_call(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
     return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
 
 
+_NoLoop = numpy._core._exceptions._UFuncNoLoopError
+
+
+def _failed_comparison(array: DeviceArray, other: Any, unequal: bool) -> Any:
+    """NumPy's answer to == and != without a loop: all False (all True for !=), broadcast."""
+    shape = numpy.broadcast_shapes(array.shape, numpy.shape(other) if not isinstance(other, str) else ())
+    if not shape:
+        return numpy.bool_(unequal)
+    return _function(numpy.full, (shape, unequal), {"dtype": bool})
+
+
 def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
     slow = getattr(NDArrayOperatorsMixin, name)
     reflected = name.startswith("__r")
@@ -728,6 +761,11 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
             result = _direct_call(uf, (other, self) if reflected else (self, other), frame)
             if result is not _LIBRARY:
                 return result
+        if uf is numpy.equal or uf is numpy.not_equal:
+            try:
+                return slow(self, other)
+            except _NoLoop:  # ndarray's == and != : no loop (a number and a string) means all unequal
+                return _failed_comparison(self, other, uf is numpy.not_equal)
         return slow(self, other)
 
     operator_method.__name__ = name

@@ -4,6 +4,7 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import time
@@ -17,7 +18,7 @@ from . import _array as _array_module
 from . import _config, _operands, _placement, _report
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
-from ._fallback import fallback, holds_device_array, notify, run_on_host, to_host_tree
+from ._fallback import _place_result, fallback, holds_device_array, notify, run_on_host, to_host_tree
 from .fusion import lazy as _lazy
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
@@ -162,7 +163,7 @@ def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: li
 
 
 # Functions whose results NumPy makes read-only (views that repeat elements)
-_READ_ONLY_RESULTS = frozenset({numpy.broadcast_to})
+_READ_ONLY_RESULTS = frozenset({numpy.broadcast_to, numpy.diagonal})
 
 
 def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -> DeviceArray:
@@ -197,6 +198,11 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if func in _MEMORY:
         return _memory_overlap(func, args, kwargs)
     state = _config.current()
+    position = _out_position(func)
+    if position is not None and len(args) == position + 1:  # out given positionally: np.outer(a, b, out)
+        if "out" in kwargs:
+            raise TypeError(f"{getattr(func, '__name__', func)}() got multiple values for argument 'out'")
+        args, kwargs = args[:position] + args[position + 1:], {**kwargs, "out": args[position]}
     devices: list[DeviceArray] = []
     hosts: list[numpy.ndarray] = []
     for value in args:
@@ -204,9 +210,12 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     for value in kwargs.values():
         scan(value, devices, hosts)
     mutated = _mutated(func, args, kwargs)
-    if not devices and any(type(v) in (list, tuple) and holds_device_array(v) for v in (*args, *kwargs.values())):
-        # device arrays behind numbers in a list (np.block([1.0, d])): NumPy runs it on host copies
-        return run_on_host(func, func, args, kwargs, mutated, record="host")
+    hidden = None if devices else next((d for v in (*args, *kwargs.values()) if type(v) in (list, tuple)
+                                         for d in (holds_device_array(v),) if d is not None), None)
+    if hidden is not None:
+        # device arrays behind numbers in a list (np.block([1.0, d])): NumPy runs it on host copies,
+        # and a large result goes back to their device
+        return _place_result(run_on_host(func, func, args, kwargs, mutated, record="host"), state, (hidden,))
     backend = devices[0]._backend if devices else state.backend
     if backend is None or backend.is_host or not state.enabled or _subclassed(hosts):
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
@@ -368,6 +377,31 @@ def _subclassed(hosts: list[numpy.ndarray]) -> bool:
         if t is not numpy.ndarray and t is not numpy.memmap:
             return True
     return False
+
+
+_OUT_POSITIONS: dict[Any, int | None] = {}
+
+
+def _out_position(func: Any) -> int | None:
+    """Where ``func``'s ``out`` parameter stands among its positional parameters (a call whose
+    last positional argument is out= can give it as the keyword instead)."""
+    try:
+        return _OUT_POSITIONS[func]
+    except KeyError:
+        pass
+    position = None
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for i, p in enumerate(params):
+        if p.kind is p.VAR_POSITIONAL:
+            break
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+            position = i
+            break
+    _OUT_POSITIONS[func] = position
+    return position
 
 
 def _host_out(kwargs: dict[str, Any]) -> bool:
@@ -543,6 +577,9 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         return _zero_d_arrays(ufunc(uf, method, inputs, {k: v for k, v in kwargs.items() if k != "out"}, frame))
     if isinstance(out, tuple) and any(o is Ellipsis for o in out):
         raise TypeError("must use `...` as `out=...` and not per-operand/in a tuple")
+    for o in out if isinstance(out, tuple) else (out,):
+        if o is not None and not isinstance(o, numpy.ndarray):  # (a device array's __class__ says ndarray)
+            raise TypeError("return arrays must be of ArrayType")
     if out is not None and not isinstance(out, tuple):
         kwargs = {**kwargs, "out": (out,)}
         out = kwargs["out"]
@@ -554,9 +591,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     for value in inputs:
         scan(value, devices, hosts)
     if devices or (out is not None and any(type(o) is DeviceArray for o in out)):
-        # every input of a ufunc is an array (ufunc.at's second is an index): lists and tuples are
+        # every input of a ufunc is an array (at's and reduceat's second is an index): lists and tuples are
         # array data, uploaded like host arrays
-        converted = _operands.ufunc_inputs(inputs) if method != "at" else _operands.at_inputs(inputs)
+        converted = (_operands.ufunc_inputs(inputs) if method not in ("at", "reduceat")
+                     else _operands.at_inputs(inputs))
         if converted is not inputs:
             inputs = converted
             hosts = []

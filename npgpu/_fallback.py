@@ -36,21 +36,25 @@ def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] 
         if copies is not None:
             copies[id(host)] = (obj, host)
         return host
-    if isinstance(obj, (list, tuple)) and (_has_arrays(obj) or holds_device_array(obj)):
+    if isinstance(obj, (list, tuple)) and (_has_arrays(obj) or holds_device_array(obj) is not None):
         return type(obj)(to_host_tree(item, copies) for item in obj)
     if isinstance(obj, dict):
         return {k: to_host_tree(v, copies) for k, v in obj.items()}
     return obj
 
 
-def holds_device_array(seq: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a device array hides anywhere in a (nested) sequence, also behind numbers
-    (``np.block([1.0, device_array])``, which the first-item rule calls data)."""
+def holds_device_array(seq: list[Any] | tuple[Any, ...]) -> DeviceArray | None:
+    """A device array hiding anywhere in a (nested) sequence, also behind numbers
+    (``np.block([1.0, device_array])``, which the first-item rule calls data), or None."""
     for item in seq:
         t = type(item)
-        if t is DeviceArray or ((t is list or t is tuple) and holds_device_array(item)):
-            return True
-    return False
+        if t is DeviceArray:
+            return item
+        if t is list or t is tuple:
+            found = holds_device_array(item)
+            if found is not None:
+                return found
+    return None
 
 
 def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) -> Any:
@@ -112,7 +116,8 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], give
 
     if isinstance(result, DeviceArray) or (given and id(result) in given):
         return result
-    if isinstance(result, numpy.ndarray) and result.dtype.kind in "biufc":
+    # (exactly ndarray: a subclass the host computed, a masked array or a matrix, stays with NumPy)
+    if type(result) is numpy.ndarray and result.dtype.kind in "biufc":
         devices: list[DeviceArray] = []
         for value in args:
             scan(value, devices, [])

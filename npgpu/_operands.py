@@ -68,10 +68,11 @@ def ufunc_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def at_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``ufunc.at``'s (array, indices[, values]): the indices are an index, the values data."""
+    """``ufunc.at``'s (array, indices[, values]) and ``reduceat``'s (array, indices): the indices
+    are an index (an empty list is no indices), the values data."""
     if len(inputs) < 2:
         return inputs
-    converted = (inputs[0], index_key(inputs[1]), *ufunc_inputs(inputs[2:]))
+    converted = (*ufunc_inputs(inputs[:1]), index_key(inputs[1]), *ufunc_inputs(inputs[2:]))
     return inputs if all(a is b for a, b in zip(converted, inputs)) else converted
 
 

@@ -194,6 +194,9 @@ class ArrayModuleBackend(Backend):
             result = getattr(xp, table[name])(inputs[0], **kwargs)
             if target is None:
                 return result
+            if target.shape != result.shape:  # NumPy never broadcasts a reduction's result into out=
+                raise ValueError(f"output parameter for reduction operation {name} has the wrong number of "
+                                 f"dimensions: shape {target.shape}, result shape {result.shape}")
             target[...] = result  # (through a temporary: out= may be the input, as in accumulate(a, out=a))
             return target
         if method == "outer":
@@ -209,6 +212,8 @@ class ArrayModuleBackend(Backend):
         target = args[1] if func is numpy.ndarray.astype and len(args) > 1 else kwargs.get("dtype")
         if target is not None and not self.supports_dtypes((numpy.dtype(target),)):
             return False
+        if func is numpy.ndarray.view and _views_as_class(args, kwargs):
+            return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
         accepted = self._keywords[func]
         if accepted is not None:
             return accepted.issuperset(kwargs)
@@ -387,7 +392,7 @@ class EmulatedBackend(ArrayModuleBackend):
 
     def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
         self._room(array.nbytes)
-        return numpy.array(array, copy=True)
+        return numpy.array(array, copy=True, order="K")  # (the host array's memory order, as cupy.asarray)
 
     def to_host(self, native: numpy.ndarray) -> numpy.ndarray:
         return numpy.array(native, copy=True)
@@ -987,6 +992,12 @@ def _numpy_complex_product_fuses(dtype: numpy.dtype) -> bool | None:
             break
     _product_rounding[dtype] = answer
     return answer
+
+
+def _views_as_class(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``ndarray.view(...)`` arguments ask for an array type (``a.view(MyArray)``)."""
+    candidates = [*args[1:], kwargs.get("type"), kwargs.get("dtype")]
+    return any(isinstance(c, type) and issubclass(c, numpy.ndarray) for c in candidates)
 
 
 def _small_integer_exponent(x: Any) -> int | None:

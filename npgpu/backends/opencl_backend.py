@@ -6,6 +6,8 @@ Kernels are generated from npgpu.fusion's table; this is the only module importi
 from __future__ import annotations
 
 import atexit
+import builtins
+import inspect
 import math
 import os
 import threading
@@ -25,6 +27,7 @@ from ..fusion import ufuncs as _table
 from .base import Backend
 
 _PY_SCALARS = (bool, int, float, complex)
+_NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
 #: compiled kernels kept per backend (each holds a built program)
 KERNEL_CACHE_SIZE = 512
 
@@ -462,7 +465,7 @@ class OpenCLBackend(Backend):
             self._raise_fault(exc, "an allocation", nbytes)
         return CLArray(self, buf, shape, dtype)
 
-    def empty_ordered(self, shape: Any, dtype: Any, order: str = "C", like: CLArray | None = None) -> CLArray:
+    def empty_ordered(self, shape: Any, dtype: Any = float, order: str = "C", like: CLArray | None = None) -> CLArray:
         """``empty`` with NumPy's memory order: "C", "F", or for ``*_like``/copies "A" (F when
         ``like`` is Fortran-contiguous) and "K" (``like``'s order of axes in memory)."""
         shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(int(s) for s in shape)
@@ -1232,11 +1235,18 @@ class OpenCLBackend(Backend):
         }[ufunc.__name__]
         if isinstance(out, tuple):
             out = out[0]
+        if where is not True and initial is None and ufunc.identity is None:
+            raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an identity, so to use a "
+                             "where mask one has to specify 'initial'")
         if kind in ("all", "any"):
             # logical_and.reduce keeps a bool result only for bool input; NumPy's own rule
             res = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
             r = self.reduction(kind, a, axis=axis, out=None, keepdims=keepdims, initial=initial, where=where)
-            return self.copy(r, res) if r.dtype != res else r
+            r = self.copy(r, res) if r.dtype != res else r
+            if out is None:
+                return r
+            self.copy_into(out, r)
+            return out
         dtype = _np_ufunc_reduce_dtype(ufunc, a.dtype, dtype)
         return self.reduction(kind, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
@@ -1274,18 +1284,23 @@ class OpenCLBackend(Backend):
         return result
 
     # -- layout and data movement --------------------------------------------
-    def reshape(self, a: CLArray, shape: Any, order: str = "C") -> CLArray:
-        """A view when NumPy would give one, else a C-contiguous copy."""
+    def reshape(self, a: CLArray, shape: Any, order: str = "C", copy: bool | None = None) -> CLArray:
+        """A view when NumPy would give one, else a C-contiguous copy (``copy``: NumPy's)."""
         if order != "C":
             raise NotImplementedError("opencl backend: reshape with order other than 'C'")
+        # the new shape, with NumPy's errors and -1 resolved, from zero-byte items (no allocation)
+        new_shape = numpy.reshape(numpy.empty(a.shape, _NO_BYTES), shape).shape
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
         try:
-            view = numpy.reshape(dummy, shape, copy=False)
+            view = numpy.reshape(dummy, new_shape, copy=False)
         except ValueError:
-            if math.prod(numpy.reshape(numpy.empty(a.shape, numpy.bool_), shape).shape) != a.size:
+            if copy is False:
                 raise
             c = self.copy(a)
-            return CLArray(self, c.data, numpy.reshape(numpy.empty(a.shape, numpy.bool_), shape).shape, a.dtype)
+            return CLArray(self, c.data, new_shape, a.dtype)
+        if copy:
+            c = self.copy(a)
+            return CLArray(self, c.data, new_shape, a.dtype)
         return a.view(view.shape, view.strides, a.offset)
 
     def ravel(self, a: CLArray, order: str = "C") -> CLArray:
@@ -1359,6 +1374,9 @@ class OpenCLBackend(Backend):
 
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
+        if isinstance(value, CLArray):  # a 0-d (or broadcastable) device value: copied, as NumPy assigns it
+            self.copy_into(a, value)
+            return
         probe = numpy.empty((), a.dtype)
         probe[()] = value  # NumPy's own assignment: its errors (OverflowError for -1 into uint32), even for no elements
         if a.size == 0:
@@ -1414,7 +1432,8 @@ class OpenCLBackend(Backend):
         if axis is None:
             arrays = [self.ravel(a) for a in arrays]
             axis = 0
-        shape, rdtype = _concat_result(arrays, axis, dtype, casting)
+        # (out= is checked as dtype=out.dtype: NumPy's casting rule and TypeError)
+        shape, rdtype = _concat_result(arrays, axis, out.dtype if out is not None else dtype, casting)
         ax = _norm_axes(axis, arrays[0].ndim)[0]
         if out is not None and out.shape != shape:
             raise ValueError(f"Output array is the wrong shape: {out.shape} instead of {shape}")
@@ -1447,6 +1466,22 @@ class OpenCLBackend(Backend):
 
     def split(self, a: CLArray, indices_or_sections: Any, axis: int = 0) -> list[CLArray]:
         return self._split(numpy.split, a, indices_or_sections, axis)
+
+    def numpy_view(self, how: Callable[..., Any], a: CLArray, *args: Any, **kwargs: Any) -> Any:
+        """The view NumPy's ``how`` makes of ``a`` (swapaxes, moveaxis, squeeze, flip, ...: metadata
+        only), with NumPy's errors: computed on a zero-byte stand-in with ``a``'s layout."""
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        base = dummy.__array_interface__["data"][0]
+
+        def back(v: numpy.ndarray) -> CLArray:
+            return a.view(v.shape, v.strides, a.offset + v.__array_interface__["data"][0] - base)
+
+        result = how(dummy, *args, **kwargs)
+        return type(result)(back(v) for v in result) if isinstance(result, (tuple, list)) else back(result)
+
+    def broadcast_arrays(self, *arrays: CLArray, subok: bool = False) -> tuple[CLArray, ...]:
+        shape = numpy.broadcast_shapes(*(a.shape for a in arrays))
+        return tuple(self.numpy_view(numpy.broadcast_to, a, shape) for a in arrays)
 
     def _split(self, how: Callable[..., Any], a: CLArray, indices_or_sections: Any, axis: int) -> list[CLArray]:
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
@@ -1491,6 +1526,25 @@ class OpenCLBackend(Backend):
             return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
         return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)
 
+    def array_view(self, a: CLArray, dtype: Any = None, type: Any = None) -> CLArray:  # noqa: A002  (NumPy's)
+        """``a.view(dtype)``: the same memory read as another dtype, as NumPy allows it (the last
+        axis contiguous when the item size changes)."""
+        if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, numpy.ndarray)):
+            raise TypeError("opencl backend: views as ndarray subclasses are NumPy's")  # (supports_function said no)
+        new = a.dtype if dtype is None else numpy.dtype(dtype)
+        if new.itemsize == a.itemsize:
+            return CLArray(self, a.data, a.shape, new, a.strides, a.offset, a.base or a)
+        if a.ndim == 0:
+            raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")
+        if a.shape[-1] != 1 and a.strides[-1] != a.itemsize:
+            raise ValueError("To change to a dtype of a different size, the last axis must be contiguous")
+        total = a.shape[-1] * a.itemsize
+        if total % new.itemsize:
+            raise ValueError("When changing to a larger dtype, its size must be a divisor of the total size in bytes "
+                             "of the last axis of the array.")
+        shape = (*a.shape[:-1], total // new.itemsize)
+        return CLArray(self, a.data, shape, new, (*a.strides[:-1], new.itemsize), a.offset, a.base or a)
+
     def real(self, a: CLArray) -> CLArray:
         """The real part: a view of a complex array's memory (writes reach it), else the array."""
         return _part(a, 0) if a.dtype.kind == "c" else a.view(a.shape, a.strides, a.offset)
@@ -1510,6 +1564,8 @@ class OpenCLBackend(Backend):
             return
         dst = self.getitem(a, key) if not _all_int_key(key, a.ndim) else self._view(a, key)
         if isinstance(value, CLArray):
+            while value.ndim > dst.ndim and value.shape[0] == 1:  # NumPy drops leading ones of the value
+                value = value.view(value.shape[1:], value.strides[1:], value.offset)
             if numpy.broadcast_shapes(value.shape, dst.shape) != dst.shape:
                 raise ValueError(f"could not broadcast input array from shape {value.shape} into shape {dst.shape}")
             self.copy_into(dst, value)
@@ -1525,8 +1581,8 @@ class OpenCLBackend(Backend):
         return a.view(view.shape, view.strides, a.offset + delta)
 
     def _mask_positions(self, a: CLArray, mask: CLArray) -> numpy.ndarray:
-        if mask.shape != a.shape[: mask.ndim]:
-            raise IndexError(f"boolean index did not match indexed array; shape {a.shape} vs mask {mask.shape}")
+        if mask.shape != a.shape[: mask.ndim]:  # NumPy's IndexError, from a zero-byte stand-in
+            numpy.broadcast_to(numpy.zeros((), bool), a.shape)[numpy.zeros(mask.shape, bool)]
         # compaction on the host: the mask is 1 byte/element, and on PoCL host memory is the device's
         return numpy.flatnonzero(self.to_host(mask))
 
@@ -1946,6 +2002,19 @@ def _method(name: str) -> Callable[..., Any]:
     return impl
 
 
+#: NumPy functions that only make a view (new shape and strides over the same memory)
+_VIEW_FUNCTIONS = (numpy.swapaxes, numpy.moveaxis, numpy.rollaxis, numpy.squeeze, numpy.expand_dims,
+                   numpy.broadcast_to, numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d, numpy.flip,
+                   numpy.fliplr, numpy.flipud, numpy.diagonal)
+
+
+def _numpy_view(func: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(self: OpenCLBackend, a: CLArray, *args: Any, **kwargs: Any) -> Any:
+        return self.numpy_view(func, a, *args, **kwargs)
+
+    return impl
+
+
 def _fill(self: OpenCLBackend, a: CLArray, value: Any) -> None:
     self.fill(a, value)
 
@@ -1975,7 +2044,7 @@ _FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     numpy.nanmean: lambda self, a, axis=None, dtype=None, out=None, keepdims=False: self.mean(
         a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, _nan=True
     ),
-    numpy.empty: _method("empty"),
+    numpy.empty: _method("empty_ordered"),
     numpy.zeros: _method("zeros"),
     numpy.ones: _method("ones"),
     numpy.full: _method("full"),
@@ -2000,6 +2069,9 @@ _FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     numpy.array_split: _method("array_split"),
     numpy.where: _method("where"),
     numpy.clip: _method("clip"),
+    numpy.ndarray.view: _method("array_view"),
+    **{f: _numpy_view(f) for f in _VIEW_FUNCTIONS},
+    numpy.broadcast_arrays: _method("broadcast_arrays"),
     numpy.real: _method("real"),
     numpy.imag: _method("imag"),
     numpy.ndarray.__getitem__: _method("getitem"),
@@ -2031,7 +2103,7 @@ _KW = {
     numpy.copy: {"order", "subok"},
     numpy.ndarray.copy: {"order"},
     numpy.ascontiguousarray: {"dtype"},
-    numpy.reshape: {"shape", "order", "newshape"},
+    numpy.reshape: {"shape", "order", "newshape", "copy"},
     numpy.ravel: {"order"},
     numpy.transpose: {"axes"},
     numpy.concatenate: {"axis", "out", "dtype", "casting"},
@@ -2043,6 +2115,7 @@ _KW = {
     numpy.matmul: {"out"},
     numpy.dot: {"out"},
     numpy.tensordot: {"axes"},
+    numpy.ndarray.view: {"dtype", "type"},
     numpy.real: set(),
     numpy.imag: set(),
     numpy.ndarray.__getitem__: set(),
@@ -2055,6 +2128,8 @@ _KW = {
 }
 for _f, _k in _KW.items():
     _ALLOWED_KWARGS[_f] = frozenset(_k)
+for _f in (*_VIEW_FUNCTIONS, numpy.broadcast_arrays):  # (views: NumPy's own keywords, NumPy checks them)
+    _ALLOWED_KWARGS[_f] = frozenset(inspect.signature(_f).parameters) - {"subok"}
 _MATMUL_FUNCS = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
 #: functions a CPU device runs slower than NumPy (see OpenCLBackend.prefers_host)
 _HOST_ON_CPU = frozenset({numpy.matmul, numpy.dot, numpy.tensordot})
@@ -2063,7 +2138,8 @@ _COMPLEX_FUNCS = frozenset({
     numpy.empty, numpy.zeros, numpy.ones, numpy.full, numpy.empty_like, numpy.zeros_like, numpy.ones_like,
     numpy.full_like, numpy.ndarray.astype, numpy.copy, numpy.ndarray.copy, numpy.ascontiguousarray, numpy.reshape,
     numpy.ravel, numpy.transpose, numpy.ndarray.__getitem__, numpy.ndarray.__setitem__, numpy.ndarray.fill,
-    numpy.concatenate, numpy.stack, numpy.split, numpy.array_split, numpy.real, numpy.imag,
+    numpy.concatenate, numpy.stack, numpy.split, numpy.array_split, numpy.real, numpy.imag, numpy.ndarray.view,
+    *_VIEW_FUNCTIONS, numpy.broadcast_arrays,
 })
 #: positional index of the dtype argument (counting the array for methods and *_like)
 _DTYPE_POSITION: dict[Callable[..., Any], int] = {
@@ -2169,9 +2245,17 @@ def _supports_function(
             return False  # Fortran (or A/K) order: NumPy's
     if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
         return False
+    if func is numpy.ndarray.view:
+        wanted = [*args[1:], kwargs.get("dtype"), kwargs.get("type")]
+        if any(isinstance(w, type) and issubclass(w, numpy.ndarray) for w in wanted):
+            return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
+        if len(args) > 1 and args[1] is not None and not _storable(numpy.dtype(args[1])):
+            return False
     if func is numpy.clip:
         if "min" in kwargs or "max" in kwargs:
             return False
+        if (len(args) > 1 or "a_min" in kwargs) and len(args) < 3 and "a_max" not in kwargs:
+            return False  # one bound given as a_min: NumPy's TypeError (a_max missing)
         bounds = [args[i] if len(args) > i else kwargs.get(("a_min", "a_max")[i - 1]) for i in (1, 2)]
         try:
             loop = numpy._core.umath.clip.resolve_dtypes(

@@ -1,0 +1,221 @@
+"""Corners of NumPy's semantics that NumPy's own tests found npgpu missing, as differential tests.
+
+Each body runs as NumPy and as npgpu on every backend (tests/conftest.py); several of these
+were silent wrong answers on a device (noted where so).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy
+import pytest
+
+from npgpu.testing import differential
+
+
+def _arange(xp, n, dtype="float64"):
+    return xp.asarray(numpy.arange(n, dtype=dtype))
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+@differential(rtol=0.0)
+def test_sum_keeps_the_sign_of_negative_zeros(xp):
+    # wrong answer on the devices: reductions started from +0.0, and 0.0 + -0.0 is 0.0
+    z = xp.asarray(numpy.full(1000, -0.0))
+    empty = xp.asarray(numpy.zeros(0))
+    return (xp.sum(z), z.sum(axis=0), xp.add.reduce(z), (z * 1).sum(), xp.sum(empty), xp.sum(z[:2]),
+            xp.sum(xp.asarray(numpy.zeros((3, 0))), axis=1))
+
+
+@differential()
+def test_logical_reduce_into_out(xp):
+    # wrong answer on OpenCL: logical_or.reduce(a, out=o) left o unwritten
+    a = xp.asarray(numpy.array([1, 0, 2]))
+    out = xp.asarray(numpy.zeros((), "int32"))
+    xp.logical_or.reduce(a, out=out)
+    out2 = xp.asarray(numpy.zeros((), "int32"))
+    xp.logical_and.reduce(a, out=out2)
+    return out, out2
+
+
+@differential()
+def test_reduce_where_needs_initial_without_identity(xp):
+    a = xp.asarray(numpy.ones(3))
+    return xp.maximum.reduce(a, where=a > 0)  # NumPy: ValueError (no identity, no initial)
+
+
+@pytest.mark.parametrize("out_shape", [(1, 3), (2,), (3, 1)])
+@differential()
+def test_reduce_out_of_the_wrong_shape(xp, out_shape):
+    a = xp.asarray(numpy.ones((2, 3)))
+    return xp.add.reduce(a, axis=0, out=xp.asarray(numpy.zeros(out_shape)))  # NumPy: ValueError
+
+
+@differential()
+def test_reduce_argument_errors(xp):
+    d = xp.asarray(numpy.zeros((3, 3)))
+    errors = []
+    for call in (lambda: xp.add.reduce(d, "invalid"), lambda: xp.min(d, (0.5, 1)),
+                 lambda: xp.add.reduce(d, 0, None, "invalid"), lambda: xp.add(d, 2, [])):
+        try:
+            call()
+            errors.append(None)
+        except TypeError:
+            errors.append("TypeError")
+    return errors
+
+
+# -- ufunc arguments ---------------------------------------------------------------------------
+
+@differential()
+def test_where_given_as_lists(xp):
+    a = xp.asarray(numpy.arange(4).reshape(2, 2) + 2)
+    xp.power(a, [2, 3], out=a, where=[[0, 1], [1, 0]])
+    c = xp.asarray(numpy.full(10, 1.5))
+    xp.add(_arange(xp, 10), 1, out=c, where=[1, 0, 0, 1, 0, 0, 1, 1, 1, 0])
+    return a, c
+
+
+@differential()
+def test_where_without_out_warns(xp):
+    a = _arange(xp, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xp.add(a, 1, where=a > 0)
+    return [type(w.message).__name__ for w in caught]
+
+
+@pytest.mark.parametrize("exponent", [-1, [1, -1, 2], "array"])
+@differential()
+def test_integer_power_with_negative_exponents(xp, exponent):
+    # wrong answer on the devices: fused kernels wrapped instead of raising ValueError
+    a = xp.asarray(numpy.arange(1, 4))
+    e = xp.asarray(numpy.array([0, -3, 1])) if exponent == "array" else exponent
+    return a ** e
+
+
+@differential()
+def test_ufunc_at_and_reduceat_indices(xp):
+    a = xp.asarray(numpy.zeros((2, 4)))
+    xp.add.at(a, (slice(None), [1, 2, 1]), xp.asarray(numpy.array([1.0, 2.0, 3.0])))
+    x = xp.asarray(numpy.ones((5, 2)))
+    return a, xp.add.reduceat(x, [], axis=0), xp.add.reduceat(_arange(xp, 8), [0, 4])
+
+
+@differential()
+def test_comparison_without_a_loop(xp):
+    a = _arange(xp, 3)
+    zero_d = xp.asarray(numpy.array(0.0))
+    return a == "a", a != "a", a == None, zero_d != xp.asarray(numpy.array("a"))  # noqa: E711 (NumPy's ==)
+
+
+# -- casts -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16", "int32", "int64"])
+@differential()
+def test_float_to_integer_casts_wrap_as_numpy(xp, dtype):
+    # wrong answer on OpenCL (PoCL saturated 130.0 -> int8 to 127; NumPy wraps through int32: -126)
+    values = numpy.array([130.0, 300.0, -200.0, 65536.7, -32769.5, 2.5, -2.5, 1e10, -3e9, 3e9])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy warns for the values that don't fit)
+        return xp.asarray(values).astype(dtype), xp.asarray(values.astype("float32")).astype(dtype)
+
+
+# -- assignment and indexing ------------------------------------------------------------------
+
+@differential()
+def test_assignment_drops_leading_ones_of_the_value(xp):
+    a = xp.asarray(numpy.zeros((3, 2)))
+    a[...] = xp.asarray(numpy.ones((1, 3, 2)))
+    return a
+
+
+@differential()
+def test_boolean_index_of_the_wrong_length(xp):
+    return _arange(xp, 3)[xp.asarray(numpy.array([True]))]  # NumPy: IndexError, its message
+
+
+@pytest.mark.parametrize("key", ["list_bools", "none", "pair", "zero_d_bool", "floats", "mixed", "empty"])
+@differential()
+def test_flat_iterator_keys(xp, key):
+    a = _arange(xp, 9, "int64").reshape(3, 3)
+    keys = {"list_bools": [True, True], "none": None, "pair": (1, 2), "zero_d_bool": True, "floats": [1.0, 2.0],
+            "mixed": [True, 1], "empty": []}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = a.flat[keys[key]]
+    return got, [type(w.message).__name__ for w in caught]
+
+
+@differential()
+def test_flat_assignment_with_a_zero_d_index(xp):
+    a = _arange(xp, 9).reshape(3, 3)
+    a.flat[()] = 70  # NumPy: IndexError
+
+
+# -- views -------------------------------------------------------------------------------------
+
+@differential()
+def test_metadata_functions_give_views(xp):
+    a = _arange(xp, 24).reshape(2, 3, 4)
+    views = (xp.rollaxis(a, 2), xp.moveaxis(a, 0, -1), xp.swapaxes(a, 0, 2), xp.flip(a, 1), xp.squeeze(a[:1]),
+             xp.expand_dims(a, 0), xp.atleast_3d(a[0, 0]), xp.diagonal(a[0]))
+    return (tuple(v.base is a.base for v in views), tuple(v.flags.owndata for v in views),
+            xp.diagonal(a[0]).flags.writeable, views)
+
+
+@differential()
+def test_dtype_views_share_memory(xp):
+    # wrong answer on OpenCL: a.view(int64) was a copy, so writes to it never reached a
+    a = _arange(xp, 4)
+    b = a.view("int64")
+    b[0] = 4607182418800017408  # the bits of 1.0
+    return a, b.base is a, a.view("uint8").shape, a.view()
+
+
+@differential()
+def test_reshape_copy_argument(xp):
+    a = _arange(xp, 6)
+    b = xp.reshape(a, (2, 3), copy=False)
+    c = xp.reshape(a, (3, 2), copy=True)
+    return xp.shares_memory(a, b), xp.shares_memory(a, c), xp.reshape(a, (-1, 2)).shape
+
+
+@differential()
+def test_reshape_without_a_copy_of_a_transpose(xp):
+    return xp.reshape(_arange(xp, 6).reshape(2, 3).T, 6, copy=False)  # NumPy: ValueError
+
+
+@differential()
+def test_concatenate_checks_casting_into_out(xp):
+    parts = (_arange(xp, 2), _arange(xp, 2))
+    return xp.concatenate(parts, out=xp.asarray(numpy.empty(4, "complex64")), casting="no")  # NumPy: TypeError
+
+
+# -- host subclasses and hidden device arrays ------------------------------------------------------
+
+class _Tagged(numpy.ndarray):
+    pass
+
+
+@differential()
+def test_host_subclasses_keep_their_class(xp):
+    tagged = numpy.ones(3).view(_Tagged)
+    masked = numpy.ma.masked_where([True, False], [1.0, 2.0])
+    return (type(xp.ones_like(tagged)).__name__, type(xp.add(_arange(xp, 3), tagged)).__name__,
+            type(xp.isclose(2, masked)).__name__, type(_arange(xp, 3).view(_Tagged)).__name__)
+
+
+@differential()
+def test_device_arrays_behind_numbers_in_a_list(xp):
+    # np.block([1.0, d, e]) recursed forever: the first item said "numbers"
+    return xp.block([1.0, 2 * xp.ones((1, 2)), 3 * xp.ones((1, 1, 3))]), xp.stack([_arange(xp, 2), [5.0, 6.0]])
+
+
+@differential()
+def test_out_given_positionally(xp):
+    host_out = numpy.zeros((2, 2))
+    returned = xp.outer(xp.ones(2), xp.ones(2), host_out)
+    return returned is host_out, host_out.tolist()
