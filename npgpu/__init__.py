@@ -42,6 +42,7 @@ def asnumpy(x: Any) -> _numpy.ndarray:
 
 def sync() -> None:
     """Wait until all device work queued so far has finished (for timing, before reading clocks)."""
+    from . import _fperr
     from .backends import _instances  # (already imported: a module attribute lookup, not an import)
     from .fusion import lazy
 
@@ -49,6 +50,7 @@ def sync() -> None:
         lazy.flush_all()
     for backend in _instances.values():
         backend.sync()
+        _fperr.deliver(backend)  # floating-point warnings of the work that ran
 
 
 def routed_functions(backend: str = "cupy") -> list[str]:

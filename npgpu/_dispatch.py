@@ -12,7 +12,7 @@ from typing import Any
 import numpy
 
 from . import _array as _array_module
-from . import _config, _operands, _placement, _report
+from . import _config, _fperr, _operands, _placement, _report
 from ._array import DeviceArray
 from ._fallback import fallback, run_on_host, to_host_tree
 from .fusion import lazy as _lazy
@@ -111,6 +111,7 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
     start = time.perf_counter()
     backend, native = array._backend, array._native
+    _fperr.prefetch(backend)
     order = _axes_in_memory_order(native.shape, native.strides)
     if order is None:
         host = backend.to_host(native)
@@ -118,6 +119,7 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
         view = backend.call_function(numpy.transpose, (native, order), {})
         host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
     return host
 
 
@@ -170,8 +172,10 @@ def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -
 def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
     """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
     start = time.perf_counter()
+    _fperr.prefetch(backend)
     host = backend.to_host(native)
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)
     return host[()]
 
 
@@ -580,7 +584,7 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     shape = _broadcast_check(inputs)
     if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
         return False
-    array = _lazy.record(uf, loop, inputs, backend, target.shape)
+    array = _lazy.record(uf, loop, inputs, backend, target.shape, immediate=False)
     if _lazy.reads_overlapping(array, backend, destination):
         _lazy.discard(array)
         return False
