@@ -10,6 +10,7 @@ default) at the next point where the host waits for the device anyway (a downloa
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import sys
 import threading
@@ -105,20 +106,17 @@ class Launch:
     (``labels``), the errstate it was called under and where (``sites``: (code, offset) or None).
     ``global_reduce``: the last slot holds a CuPy reduction's whole-launch flags (see decode)."""
 
-    __slots__ = ("labels", "states", "sites", "immediate", "base", "global_reduce")
+    __slots__ = ("labels", "states", "sites", "immediate", "base", "global_reduce", "nbytes")
 
     def __init__(self, labels: tuple[str, ...], states: list[ErrState], sites: list[Any],
                  global_reduce: bool = False) -> None:
         self.labels = labels
         self.states = states
         self.sites = sites
-        self.immediate = any(state.immediate for state in states)
+        self.immediate = any(map(_IMMEDIATE, states))
         self.base = 0
         self.global_reduce = global_reduce
-
-    @property
-    def nbytes(self) -> int:
-        return SLOT_BYTES * len(self.labels)
+        self.nbytes = SLOT_BYTES * len(labels)  # (its flag bytes)
 
 
 def graph_labels(graph: Any) -> tuple[str, ...]:
@@ -139,11 +137,16 @@ def graph_labels(graph: Any) -> tuple[str, ...]:
     return labels
 
 
+_IMMEDIATE = operator.attrgetter("immediate")
+_ERRSTATE = operator.attrgetter("errstate")
+_SITE = operator.attrgetter("code", "lasti")
+
+
 def fused_launch(graph: Any, pendings: list[Any]) -> Launch:
-    """The reports of a fused graph whose error nodes come from the recorded calls ``pendings``."""
-    chosen = [pendings[i] for i in graph.error_sources]
-    return Launch(graph_labels(graph), [p.errstate for p in chosen],
-                  [None if p.code is None else (p.code, p.lasti) for p in chosen])
+    """The reports of a fused graph whose error nodes come from the recorded calls ``pendings``
+    (what they need of each, not the calls: those hold their operands' device memory)."""
+    chosen = list(map(pendings.__getitem__, graph.error_sources))  # (per launch: C-level loops)
+    return Launch(graph_labels(graph), list(map(_ERRSTATE, chosen)), list(map(_SITE, chosen)))
 
 
 def call_launch(graph: Any, state: ErrState, extra: tuple[str, ...] = (), global_reduce: bool = False) -> Launch:
@@ -208,12 +211,14 @@ def _flags(backend: Any) -> _Flags:
 def reserve(backend: Any, launch: Launch) -> tuple[Any, int]:
     """Room for ``launch``'s flags: (the backend's flag buffer, byte offset) for the kernel."""
     flags = _flags(backend)
-    if flags.used + launch.nbytes > BUFFER_BYTES:
+    base = flags.used
+    if base + launch.nbytes > BUFFER_BYTES:
         deliver(backend)
-    launch.base = flags.used
-    flags.used += launch.nbytes
+        base = flags.used
+    launch.base = base
+    flags.used = base + launch.nbytes
     flags.launches.append(launch)
-    return flags.buffer, launch.base
+    return flags.buffer, base
 
 
 def launched(backend: Any, launch: Launch) -> None:
@@ -251,7 +256,7 @@ def deliver(backend: Any) -> None:
     flags.launches, flags.used, flags.early, flags.early_bytes = [], 0, None, 0
     # (flags copied before the download that just waited for the device; else read them now)
     host = early if early_bytes == used else backend.read_errors(flags.buffer, used)
-    if not host.any():
+    if b"\x01" not in host.tobytes():  # (the usual answer; cheaper than host.any())
         return
     host = host.copy()  # (it may be the flags' own memory, cleared now)
     backend.clear_errors(flags.buffer, used)
@@ -313,7 +318,7 @@ _modules: dict[str, str | None] = {}
 def _warn(message: str, site: Any) -> None:
     """A RuntimeWarning attributed to the user's line ``site`` (where NumPy's would be), else to
     the caller outside npgpu."""
-    if site is None:
+    if site is None or site[0] is None:
         warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
         return
     code, offset = site

@@ -1007,6 +1007,7 @@ new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape
     set_slot(p, off_pending[P_ERRSTATE], errstate);
     if (frame == Py_None) {
         set_slot(p, off_pending[P_CODE], Py_None);
+        set_slot(p, off_pending[P_LASTI], r_zero);
         return p;
     }
     PyObject *code, *lasti;

@@ -449,3 +449,103 @@ def test_cuda_sources_compile_with_flags() -> None:
 def test_reading_after_every_launch_gives_the_same_warnings(device_backend: str) -> None:
     with _fperr.read_after_each_launch():
         check(lambda xp, events: CHAINS["overflow_then_invalid"](xp, _dev(xp, [1.0, 2.0])), device_backend)
+
+
+def test_c_recorder_takes_only_a_state_it_has_seen() -> None:
+    """The C recorder records with the errstate last learned by the Python one, if it needs no
+    immediate answer; any other state goes to the Python recorder (which learns it)."""
+    from npgpu import _dispatch, _native
+
+    speedups = _native.speedups
+    if speedups is None:
+        pytest.skip("the C extension is not built or is turned off")
+    with backend_context("emulated"):
+        x = _dev(npgpu, [1.0, 2.0])
+        npgpu.multiply(x, 2.0)  # (the loop cache learns multiply(float64, float))
+        assert speedups.record_binary(numpy.multiply, x, 2.0, False, None, _dispatch._LOOPS)._pending.errstate \
+            is _fperr.current()
+        with numpy.errstate(divide="ignore"):
+            first = speedups.record_binary(numpy.multiply, x, 2.0, False, None, _dispatch._LOOPS)
+            npgpu.multiply(x, 3.0)  # the Python recorder learns this state
+            second = speedups.record_binary(numpy.multiply, x, 2.0, False, None, _dispatch._LOOPS)
+            assert first is None
+            assert second._pending.errstate is _fperr.current()
+            assert second._pending.errstate.modes[table.DIVIDE] == "ignore"
+        with numpy.errstate(invalid="raise"):
+            npgpu.multiply(x, 3.0)
+            assert speedups.record_binary(numpy.multiply, x, 2.0, False, None, _dispatch._LOOPS) is None
+
+
+def test_errstate_is_per_thread(device_backend: str) -> None:
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def worker() -> None:
+        with backend_context(device_backend):
+            try:
+                with npgpu.errstate(divide="raise"):
+                    npgpu.asnumpy(_dev(npgpu, [1.0]) / _dev(npgpu, [0.0]))
+                outcome["thread"] = "no error"
+            except FloatingPointError as exc:
+                outcome["thread"] = str(exc)
+
+    with backend_context(device_backend), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with npgpu.errstate(divide="ignore"):
+            quiet = _dev(npgpu, [1.0]) / _dev(npgpu, [0.0])
+            thread = threading.Thread(target=worker)
+            thread.start()
+            thread.join()
+        npgpu.asnumpy(quiet)
+    assert outcome["thread"] == "divide by zero encountered in divide"
+    assert caught == []
+
+
+BIG = {
+    # contiguous float64: OpenCL's vector kernels, chunks checked again where they saw inf/NaN
+    "vector_chain": lambda xp, x, y: xp.sqrt(x) / (y - 1.0) + xp.exp(x * 0.001),
+    "vector_no_error": lambda xp, x, y: x * 2.0 + y,
+    # strided and mixed dtypes: the scalar chunked kernels
+    "strided": lambda xp, x, y: xp.log(x[::3]) * y[::3],
+    "mixed_dtypes": lambda xp, x, y: x.astype(numpy.float32) / (y - 1.0),
+    # the output overwrites an input: checked element by element
+    "in_place": lambda xp, x, y: (lambda z: (z.__imul__(1e306), z)[1])(x + y),
+    "sum": lambda xp, x, y: xp.sum(xp.log(x) * y),
+    "max": lambda xp, x, y: xp.max(xp.sqrt(x - 1.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BIG))
+@pytest.mark.parametrize("special", ["none", "nan_inf", "zero"])
+def test_many_chunks(npgpu_backend: str, case: str, special: str) -> None:
+    """Arrays of many chunks, with NaN and inf among the values (which warn nothing) and zeros
+    (which make errors) here and there: the warnings are NumPy's."""
+    def body(xp: Any, events: _Events) -> Any:
+        rng = numpy.random.default_rng(7)
+        x, y = rng.uniform(0.5, 600.0, 100_003), rng.uniform(0.5, 2.0, 100_003)
+        if special == "nan_inf":
+            x[[5, 50_000, 99_999]] = [numpy.nan, numpy.inf, -numpy.inf]
+        if special == "zero":
+            x[[17, 70_001]] = 0.0
+            y[[3, 60_000]] = 1.0
+        with xp.errstate(all="call", under="ignore", call=events.call):
+            return BIG[case](xp, xp.asarray(x), xp.asarray(y))
+    check(body, npgpu_backend)
+
+
+def test_a_full_flag_buffer_is_read_early(device_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More launches between synchronizations than the flag buffer holds: it is read when full,
+    and every warning still comes, in order."""
+    from npgpu.fusion import lazy
+
+    monkeypatch.setattr(_fperr, "BUFFER_BYTES", 3 * _fperr.SLOT_BYTES)
+    with backend_context(device_backend), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = _dev(npgpu, [4.0, 0.0])
+        for divisor in (1.0, 0.0, 2.0, 0.0, 0.0):
+            y = npgpu.sqrt(x) / divisor  # (two checked operations per launch)
+            lazy.materialize(y)
+        npgpu.sync()
+    assert [str(w.message) for w in caught] == ["divide by zero encountered in divide",
+                                                "invalid value encountered in divide"] * 3

@@ -6,6 +6,7 @@ Source text comes only from the ufunc table and this module, never from user inp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy
@@ -201,27 +202,30 @@ class Checks:
     Flag byte ``4k + b`` is set where error node k raised category ``1 << b`` (npgpu/_fperr.py
     reads them). Each check's condition (``details``) runs only where a cheap test fails: a float
     value is not finite (each float output, and each checked value whose inf or NaN could vanish
-    before an output, like ``x / (y * z)``'s denominator), or an integer condition holds.
-    ``inline``: test and details per element. ``accumulate``/``pending``: only the test per
-    element, folded into ``acc`` (a chunk's loop), and the details over the chunk again where it
-    failed: no branch in the loop (on PoCL E8 ran as fast as without checks), but only for
-    kernels whose outputs don't overwrite their inputs.
+    before an output, like ``x / (y * z)``'s denominator: ``tests``, name -> dtype), or an integer
+    condition holds. ``inline``: test and details per element. ``accumulate``/``pending``: only
+    the test per element, folded into ``acc`` (a chunk's loop), and the details over the chunk
+    again where it failed: no branch in the loop, but only for kernels whose outputs don't
+    overwrite their inputs. On PoCL (2026-12-01) E8 at 1e7 float64 ran 6% slower checked so,
+    ``a + b`` as fast as unchecked; checked inline, 57% and 2x slower.
     """
 
-    def __init__(self, tests: list[str], conditions: list[str], details: list[str], vector: str) -> None:
-        self.tests, self.conditions, self.details, self.vector = tests, conditions, details, vector
+    def __init__(self, tests: dict[str, numpy.dtype], conditions: list[str], details: list[str], vector: str,
+                 dialect: str) -> None:
+        self.tests, self.conditions, self.details = tests, conditions, details
+        self.vector, self.dialect = vector, dialect
 
     def __bool__(self) -> bool:
         return bool(self.details)
 
-    def _nonfinite(self) -> str:
-        # (x - x is +0 for finite x and NaN for inf and NaN: plain vector arithmetic; OpenCL's
-        # vector isfinite measured slower on PoCL)
-        return " + ".join(f"({t} - {t})" for t in self.tests)
+    def _nonfinite(self, names: list[str]) -> str:
+        # x - x is +0 for finite x, NaN for inf and NaN: two instructions, in vectors too (OpenCL's
+        # isfinite measured slower on PoCL); its bits are 0 exactly where every x is finite
+        return " + ".join(f"({t} - {t})" for t in names)
 
     def _test(self) -> str:
         if self.vector:
-            return f"({self._nonfinite()}) != 0"
+            return f"({self._nonfinite(list(self.tests))}) != 0"
         return " || ".join([f"!isfinite({t})" for t in self.tests] + self.conditions)
 
     def inline(self) -> list[str]:
@@ -231,17 +235,32 @@ class Checks:
         return [f"if ({any_}({self._test()})) {{", *("  " + d for d in self.details), "}"]
 
     def declare(self, acc: str) -> str:
-        """The accumulator's declaration (scalar: an int; vector: the integer vector ``vector``)."""
-        return f"{self.vector} {acc} = ({self.vector})(0);" if self.vector else f"int {acc} = 0;"
-
-    def accumulate(self, acc: str) -> str:
-        """Fold this element's test into ``acc``: an OR, no dependent chain of additions."""
+        """The accumulator's declaration (a vector kernel's: the integer vector ``vector``)."""
         if self.vector:
-            return f"{acc} |= as_{self.vector}({self._nonfinite()});"
-        return f"{acc} |= " + " | ".join([f"!isfinite({t})" for t in self.tests] + self.conditions) + ";"
+            return f"{self.vector} {acc} = ({self.vector})(0);"
+        return fold_declaration(acc, self.dialect)
+
+    def accumulate(self, acc: str, implied: tuple[str, ...] = ()) -> str:
+        """Fold this element's test into ``acc``: an OR, no dependent chain of additions; tests of
+        the ``implied`` values (checked another way) left out; "" when nothing is left."""
+        if self.vector:
+            return f"{acc} |= as_{self.vector}({self._nonfinite(list(self.tests))});"
+        names = [t for t in self.tests if t not in implied]
+        terms = list(self.conditions)
+        if names and self.dialect == "opencl":
+            wide = any(self.tests[t].itemsize == 8 for t in names)
+            terms.insert(0, f"as_{'ulong' if wide else 'uint'}({self._nonfinite(names)})")
+        else:
+            terms[:0] = [f"!isfinite({t})" for t in names]
+        return f"{acc} |= " + " | ".join(terms) + ";" if terms else ""
 
     def pending(self, acc: str) -> str:
         return f"any({acc} != 0)" if self.vector else acc
+
+
+def fold_declaration(acc: str, dialect: str) -> str:
+    """The declaration of a scalar accumulator of Checks.accumulate."""
+    return f"{'ulong' if dialect == 'opencl' else 'int'} {acc} = 0;"
 
 
 def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, vector: str = "") -> Checks:
@@ -249,11 +268,11 @@ def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, v
     the flag byte's lvalue with ``{}`` for its index). ``vector``: the names are OpenCL vectors,
     this the integer vector type of their size (``long4``); a condition holds where it holds in
     any lane."""
-    tests: list[str] = []
+    tests: dict[str, numpy.dtype] = {}
     conditions: list[str] = []
     details: list[str] = []
     if not graph.error_nodes:
-        return Checks(tests, conditions, details, vector)
+        return Checks(tests, conditions, details, vector, dialect)
     covered = _covered(graph)
     any_ = "any" if vector else ""
     floats = False
@@ -265,10 +284,10 @@ def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, v
                 conditions.append(condition)
         floats = floats or float_result
         if float_result and node not in covered:
-            tests.append(names[node])
+            tests[names[node]] = node.dtype
     if floats:
-        tests += [names[o] for o in graph.outputs if o.dtype.kind == "f"]
-    return Checks(list(dict.fromkeys(tests)), conditions, details, vector)
+        tests.update((names[o], o.dtype) for o in graph.outputs if o.dtype.kind == "f")
+    return Checks(tests, conditions, details, vector, dialect)
 
 
 class _Sig:
@@ -439,15 +458,18 @@ def _vector_elementwise(graph: Graph, layout: Layout, sig: _Sig, scalar_names: l
     stmts_v = [rename.sub(vt, st) for st in stmts_v]
     scalar_load = {i: f"in{i}[in{i}_off + i]" for i in range(n_in)}
     stmts_s, results_s, _ = emit_body(graph, "opencl", scalar_load, scalar_names, names_s := {})
-    stmts_s += emit_checks(graph, names_s, "opencl", error_flag("opencl")).inline()
+    checks_s = emit_checks(graph, names_s, "opencl", error_flag("opencl"))
+    # (a remainder checked inline slowed a whole 1e7 add 2x on PoCL: it too folds its tests)
     deferred = bool(checks_v) and not layout.inline_errors
     tail_v = [checks_v.accumulate("npg_nf")] if deferred else checks_v.inline()
+    tail_s = [checks_s.accumulate("npg_nr")] if deferred else checks_s.inline()
+    vector_loop = f"for (; i + {width} <= i1; i += {width}) {{"
     body = [
         f"{idx} i0 = {sig.gid()} * chunk;",
         f"{idx} i1 = n - i0 < chunk ? n : i0 + chunk;",
         f"{idx} i = i0;",
-        *([checks_v.declare("npg_nf")] if deferred else []),
-        f"for (; i + {width} <= i1; i += {width}) {{",
+        *([checks_v.declare("npg_nf"), checks_s.declare("npg_nr")] if deferred else []),
+        vector_loop,
         *("  " + st for st in stmts_v),
         f"  vstore{width}({results_v[0]}, 0, out0 + out0_off + i);",
         *("  " + st for st in tail_v),
@@ -455,11 +477,13 @@ def _vector_elementwise(graph: Graph, layout: Layout, sig: _Sig, scalar_names: l
         "for (; i < i1; i++) {",
         *("  " + st for st in stmts_s),
         f"  out0[out0_off + i] = {results_s[0]};",
+        *("  " + st for st in tail_s),
         "}",
     ]
-    if deferred:  # the chunk's vectors again, checked, where a value was not finite (see Checks)
-        body += [f"if ({checks_v.pending('npg_nf')}) {{", f"  for (i = i0; i + {width} <= i1; i += {width}) {{",
-                 *("    " + st for st in stmts_v), *("    " + st for st in checks_v.inline()), "  }", "}"]
+    if deferred:  # the chunk again, checked, where a value was not finite (see Checks)
+        body += [f"if ({checks_v.pending('npg_nf')} || {checks_s.pending('npg_nr')}) {{", "  i = i0;",
+                 "  " + vector_loop, *("    " + st for st in stmts_v + checks_v.inline()), "  }",
+                 "  for (; i < i1; i++) {", *("    " + st for st in stmts_s + checks_s.inline()), "  }", "}"]
     fp64 = _needs_fp64(graph.dtypes())
     base = "double" if dtype == numpy.float64 else "float"
     src = _preamble("opencl", fp64) + [f"typedef {base}{width} {vt};", sig.header(name) + " {"]
@@ -561,10 +585,55 @@ def map_reduce(
     for p in ops:
         terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
         body.append(f"{idx} {p}_base = {terms};")
+    # Errors: each value's cheap tests fold into npg_nf (a sum's or product's own result stands for
+    # its values': an inf or NaN among them makes it inf or NaN); where a part's npg_nf is set or
+    # its result is not finite, the part runs again with every check (see Checks).
+    errors = bool(graph.error_nodes or reduce_check)
+    implied = op in ("add", "multiply") and acc_dtype.kind == "f"
+
+    def fold(names: dict[Node, str]) -> list[str]:
+        if not errors:
+            return []
+        checks = emit_checks(graph, names, dialect, error_flag(dialect))
+        statement = checks.accumulate("npg_nf", tuple(names[o] for o in graph.outputs) if implied else ())
+        return [statement] if statement else []
+
+    def element_at(position: str) -> tuple[list[str], str, dict[Node, str], dict[str, str], str]:
+        """Statements computing the reduced value at ``position`` of the part, its expression, the
+        names of the graph's values, helpers, and the index input's address (arg reductions)."""
+        stmts = [f"{idx} q = {position};"]
+        for d in range(ni - 1, 0, -1):
+            stmts.append(f"{idx} ic{d} = q % idim{d}; q /= idim{d};")
+        if ni:
+            stmts.append(f"{idx} ic0 = q;")
+        addr: dict[str, str] = {}
+        for i, p in enumerate(ops):
+            terms = " + ".join([f"{p}_base"] + [f"ic{d} * {p}_ist{d}" for d in range(ni)])
+            dt = graph.inputs[i] if i < nin else numpy.dtype(numpy.int64)
+            addr[p] = f"(*{_ptr_cast(dialect, _table.ctype(dt), True)}(({p}) + ({terms})))"
+        computed, results, needed = emit_body(graph, dialect, {i: addr[f"in{i}"] for i in range(nin)}, scalar_names,
+                                              names := {})
+        val = results[0]
+        if graph.out_dtypes[0] != acc_dtype:
+            val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+        return stmts + computed, val, names, needed, addr["idxin"] if n_index_in else ""
+
+    def again(step: str) -> list[str]:
+        """The part once more, every check and the reduction's own tracking on (see above)."""
+        if not errors:
+            return []
+        stmts, val, names, _, _ = element_at("kk")
+        checks = emit_checks(graph, names, dialect, error_flag(dialect)).inline()
+        test = "npg_nf" + (" || !isfinite(acc)" if acc_dtype.kind == "f" else "")
+        return [f"if ({test}) {{", *("  " + t for t in tracked.start),
+                f"  for ({idx} kk = kk0; kk < kk1; kk += {step}) {{",
+                *("    " + t for t in stmts + checks + [f"{act} v = {val};"] + tracked.value("v")), "  }",
+                *("  " + t for t in tracked.finish), "}"]
+
     if unroll > 1:
         stmts, results, helpers = _unrolled_reduce(graph, op, acc_dtype, ops, scalar_names, dialect, idx, unroll,
-                                                   tracked)
-        body.extend(tracked.start + stmts + tracked.finish)
+                                                   fold)
+        body.extend(([fold_declaration("npg_nf", dialect)] if errors else []) + stmts + again("1"))
         body.append("acc_out[acc_off + g] = acc;")
         fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
         src = _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"]
@@ -577,34 +646,19 @@ def map_reduce(
         body.append(f"{idx} chunk = (k + parts - 1) / parts;")
         body.append(f"{idx} kk0 = p * chunk, kk1 = kk0 + chunk < k ? kk0 + chunk : k, step = 1;")
     body.append(f"{act} acc = init;")
-    body.extend(tracked.start)
+    if errors:
+        body.append(fold_declaration("npg_nf", dialect))
     if kahan:
         # compensated summation: NumPy sums pairwise, a plain serial chunk would lose digits
         body.append(f"{act} comp = 0;")
     if is_arg:
         body.append("i64_t bi = -1;")
     body.append(f"for ({idx} kk = kk0; kk < kk1; kk += step) {{")
-    loop = [f"{idx} q = kk;"]
-    for d in range(ni - 1, 0, -1):
-        loop.append(f"{idx} ic{d} = q % idim{d}; q /= idim{d};")
-    if ni:
-        loop.append(f"{idx} ic0 = q;")
-    addr: dict[str, str] = {}
-    for i, p in enumerate(ops):
-        terms = " + ".join([f"{p}_base"] + [f"ic{d} * {p}_ist{d}" for d in range(ni)])
-        dt = graph.inputs[i] if i < nin else numpy.dtype(numpy.int64)
-        addr[p] = f"(*{_ptr_cast(dialect, _table.ctype(dt), True)}(({p}) + ({terms})))"
-    stmts, results, helpers = emit_body(graph, dialect, {i: addr[f"in{i}"] for i in range(nin)}, scalar_names,
-                                        names := {})
-    loop.extend(stmts)
-    loop.extend(emit_checks(graph, names, dialect, error_flag(dialect)).inline())
-    val = results[0]
-    if graph.out_dtypes[0] != acc_dtype:
-        val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+    loop, val, names, helpers, index_address = element_at("kk")
+    loop.extend(fold(names))
     loop.append(f"{act} v = {val};")
-    loop.extend(tracked.value("v"))
     if is_arg:
-        loop.append("i64_t vi = " + (addr["idxin"] if n_index_in else "(i64_t)kk") + ";")
+        loop.append("i64_t vi = " + (index_address if n_index_in else "(i64_t)kk") + ";")
         better = "v > acc" if op == "argmax" else "v < acc"
         if acc_dtype.kind == "f":
             # NumPy: the first NaN wins; otherwise the first extreme value.
@@ -623,7 +677,7 @@ def map_reduce(
         loop.append(f"acc = {combine};")
     body.extend("  " + s for s in loop)
     body.append("}")
-    body.extend(tracked.finish)
+    body.extend(again("step"))
     body.append("acc_out[acc_off + g] = acc;")
     if is_arg:
         body.append("idx_out[idx_off + g] = bi;")
@@ -650,23 +704,23 @@ class _Tracking:
         flag = error_flag(dialect)
         slot = len(graph.error_nodes)
         byte = "uchar" if dialect == "opencl" else "unsigned char"
-        self.start = [f"{byte} npg_nf = 0, npg_nn = 0;"] if check else []
+        self.start = [f"{byte} npg_value_nf = 0, npg_value_nan = 0;"] if check else []
         tests = []
         if check & _table.OVER:
-            tests.append(("isinf(acc) && !npg_nf", 4 * slot + 1))
+            tests.append(("isinf(acc) && !npg_value_nf", 4 * slot + 1))
         if check & _table.INVALID:
-            tests.append(("isnan(acc) && !npg_nn", 4 * slot + 3))
+            tests.append(("isnan(acc) && !npg_value_nan", 4 * slot + 3))
         self.finish = [f"if ({test}) {set_flag(flag, i)}" for test, i in tests]
 
     def value(self, v: str) -> list[str]:
         if not self.check:
             return []
-        return [f"if (!isfinite({v})) {{ npg_nf = 1; if (isnan({v})) npg_nn = 1; }}"]
+        return [f"if (!isfinite({v})) {{ npg_value_nf = 1; if (isnan({v})) npg_value_nan = 1; }}"]
 
 
 def _unrolled_reduce(
     graph: Graph, op: str, acc_dtype: numpy.dtype, ops: list[str], scalar_names: list[str], dialect: str, idx: str,
-    unroll: int, tracked: _Tracking,
+    unroll: int, fold: Callable[[dict[Node, str]], list[str]],
 ) -> tuple[list[str], list[str], dict[str, str]]:
     """Statements of a chunked, ``unroll``-way unrolled reduction of one dimension (see ReduceLayout)."""
     act = _table.ctype(acc_dtype)
@@ -684,11 +738,10 @@ def _unrolled_reduce(
             p = ops[i]
             load[i] = f"(*{_ptr_cast(dialect, _table.ctype(dt), True)}(({p}) + ({p}_base + ({position}) * {p}_ist0)))"
         stmts, results, helpers = emit_body(graph, dialect, load, scalar_names, names := {})
-        stmts += emit_checks(graph, names, dialect, error_flag(dialect)).inline()
+        stmts += fold(names)  # (errors: map_reduce)
         val = results[0]
         if graph.out_dtypes[0] != acc_dtype:
             val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
-        stmts += tracked.value(val)
         return ["{", *("  " + s for s in stmts), f"  {target} = {combine(target, val)};", "}"], helpers
 
     lanes = [f"a{u}" for u in range(unroll)]

@@ -58,6 +58,7 @@ class Pending:
         # the user's call site, counted in the report once the call has run (after its launch)
         if frame is None:
             self.code = None
+            self.lasti = 0
         else:
             self.code = frame.f_code
             self.lasti = frame.f_lasti
