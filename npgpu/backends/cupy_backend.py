@@ -474,6 +474,7 @@ class CupyBackend(ArrayModuleBackend):
         super().__init__()
         self._stager: _PinnedStager | None = None
         self._kernels: dict[Any, Any] = {}
+        self._error_hosts: dict[int, Any] = {}  # flag buffer -> (pinned memory, its host array)
 
     #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
     kernel_cache_size = 256
@@ -653,16 +654,19 @@ class CupyBackend(ArrayModuleBackend):
 
     # -- floating-point error flags (npgpu/_fperr.py): bytes in device memory, read at sync points --
     def error_buffer(self, nbytes: int) -> Any:
-        return self.xp.zeros(nbytes, self.xp.uint8)
+        buffer = self.xp.zeros(nbytes, self.xp.uint8)
+        # its page-locked host copy (read_errors_later), kept: one allocation per buffer
+        memory = self.xp.cuda.alloc_pinned_memory(nbytes)
+        self._error_hosts[buffer.data.ptr] = (memory, numpy.frombuffer(memory, numpy.uint8, nbytes))
+        return buffer
 
     def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
         return buffer[:nbytes].get()  # (on the current stream: after every kernel queued there)
 
     def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
-        """Page-locked host memory the flags are copied into on the current stream, without
-        waiting: every download (to_host) waits for that stream before it returns."""
-        memory = self.xp.cuda.alloc_pinned_memory(nbytes)
-        host = numpy.frombuffer(memory, numpy.uint8, nbytes)
+        """The flags copied into page-locked host memory on the current stream, without waiting:
+        every download (to_host) waits for that stream before it returns."""
+        host = self._error_hosts[buffer.data.ptr][1][:nbytes]
         buffer[:nbytes].get(out=host, blocking=False)
         return host
 

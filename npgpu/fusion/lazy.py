@@ -499,7 +499,7 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     if graph.error_nodes or reduce_check:
         launch = _fperr.fused_launch(graph, state.pendings)
         if reduce_check:
-            launch = _fperr.Launch(launch.labels + ("reduce",), launch.states + [errstate], launch.sites + [None])
+            launch = launch.extended("reduce", errstate)
         native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes, launch,
                                       reduce_check)
     else:
