@@ -703,6 +703,8 @@ class CupyBackend(ArrayModuleBackend):
             return
         if tuple(r.dtype for r in results) != loop[ufunc.nin:]:
             return  # a result stored in another dtype (out=): not checked (README)
+        if any(self.is_native(x) and x.data.ptr == r.data.ptr for x in inputs for r in results):
+            return  # written over its input (x += y, fusion off): the operand is gone (README)
         check = state.check & ufuncs.error_categories(ufunc, loop)
         if not check:
             return
