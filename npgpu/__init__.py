@@ -54,6 +54,7 @@ def sync() -> None:
     """Run the fused work this thread has recorded, then wait until all device work queued so far
     (by any thread) has finished: for timing, before reading clocks. Other threads' recorded
     (not yet queued) work stays theirs to run."""
+    from . import _fperr
     from .backends import _instances  # (already imported: a module attribute lookup, not an import)
     from .fusion import lazy
 
@@ -61,6 +62,7 @@ def sync() -> None:
         lazy.flush_thread()
     for backend in list(_instances.values()):
         backend.sync()
+        _fperr.deliver(backend)  # floating-point warnings of the work that ran
 
 
 def routed_functions(backend: str = "cupy") -> list[str]:

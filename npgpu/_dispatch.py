@@ -15,7 +15,7 @@ from typing import Any
 import numpy
 
 from . import _array as _array_module
-from . import _config, _operands, _placement, _report
+from . import _config, _fperr, _operands, _placement, _report
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import _place_result, fallback, holds_device_array, notify, run_on_host, to_host_tree
@@ -117,6 +117,7 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     backend = array._backend
     try:
         native = array._native  # (computing a pending array can find the device too small)
+        _fperr.prefetch(backend)
         order = _axes_in_memory_order(native.shape, native.strides)
         if order is None:
             host = backend.to_host(native)
@@ -128,6 +129,7 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
             raise
         host = _lazy.host_value(array)
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
     return host
 
 
@@ -180,8 +182,10 @@ def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -
 def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
     """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
     start = time.perf_counter()
+    _fperr.prefetch(backend)
     host = backend.to_host(native)
     _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)
     return host[()]
 
 
@@ -714,7 +718,8 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     shape = _broadcast_check(inputs)
     if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
         return False
-    array = _lazy.record(uf, loop, inputs, backend, target.shape, register=False)  # (no other thread runs it)
+    array = _lazy.record(uf, loop, inputs, backend, target.shape, register=False,  # (no other thread runs it)
+                         immediate=False)
     if _lazy.reads_overlapping(array, backend, destination):
         _lazy.discard(array)
         return False

@@ -829,7 +829,7 @@ static PyObject *r_zero, *r_one;
 static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
 
 enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_COUNT };
-enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_COUNT };
+enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_ERRSTATE, P_COUNT };
 static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key, off_owner;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -866,7 +866,7 @@ configure_fusion(PyObject *module, PyObject *args)
     }
     static const char *array_slots[A_COUNT] = {"_device_data", "_pending", "_backend", "_base", "_readonly"};
     static const char *pending_slots[P_COUNT] = {"ufunc", "loop", "operands", "shape", "dtype",
-                                                 "nodes", "consumers", "code", "lasti"};
+                                                 "nodes", "consumers", "code", "lasti", "errstate"};
     for (int i = 0; i < A_COUNT; i++) {
         if (slot_offset((PyTypeObject *)array, array_slots[i], &off_array[i]) < 0) {
             return NULL;
@@ -925,9 +925,57 @@ max_nodes(void)
     return PyLong_AsLong(value);
 }
 
+/* NumPy's errstate for a recording (npgpu/_fperr.py): the C recorder takes a call only where the
+ * errstate is the one _fperr.CACHE[0] holds (the last seen that needs no immediate answer); its
+ * ErrState is what the Pending records. Anything else goes to the Python recorder, which learns. */
+static PyObject *r_errstate_var;   /* numpy._core.umath._extobj_contextvar */
+static PyObject *r_errstate_cache; /* _fperr.CACHE: a list whose item 0 is (context value, ErrState) */
+
+static PyObject *
+configure_errstate(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *var, *cache;
+    if (!PyArg_ParseTuple(args, "OO!:configure_errstate", &var, &PyList_Type, &cache)) {
+        return NULL;
+    }
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "configure_errstate: NumPy's errstate is not a context variable");
+        return NULL;
+    }
+    Py_XSETREF(r_errstate_var, Py_NewRef(var));
+    Py_XSETREF(r_errstate_cache, Py_NewRef(cache));
+    Py_RETURN_NONE;
+}
+
+/* The ErrState to record (a new reference) in *state, or NULL there when the Python recorder must
+ * decide; -1 with an exception on error. */
+static int
+recorded_errstate(PyObject **state)
+{
+    *state = NULL;
+    if (r_errstate_var == NULL || r_errstate_cache == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "npgpu._speedups.configure_errstate() was not called");
+        return -1;
+    }
+    PyObject *value;
+    if (PyContextVar_Get(r_errstate_var, NULL, &value) < 0) {
+        return -1;
+    }
+    if (PyList_GET_SIZE(r_errstate_cache) > 0) {
+        PyObject *entry = PyList_GET_ITEM(r_errstate_cache, 0);
+        if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2 && PyTuple_GET_ITEM(entry, 0) == value) {
+            *state = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+        }
+    }
+    Py_XDECREF(value);
+    return 0;
+}
+
 /* A new Pending: Pending.__init__ of lazy.py. */
 static PyObject *
-new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape, long nodes, PyObject *frame)
+new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape, long nodes, PyObject *frame,
+            PyObject *errstate)
 {
     /* loop[ufunc.nin]: fusible ufuncs have one output, so it is the loop's last dtype */
     PyObject *dtype;
@@ -957,8 +1005,10 @@ new_pending(PyObject *ufunc, PyObject *loop, PyObject *operands, PyObject *shape
     Py_XSETREF(SLOT(p, off_pending[P_DTYPE]), dtype);
     Py_XSETREF(SLOT(p, off_pending[P_NODES]), n);
     set_slot(p, off_pending[P_CONSUMERS], r_zero);
+    set_slot(p, off_pending[P_ERRSTATE], errstate);
     if (frame == Py_None) {
         set_slot(p, off_pending[P_CODE], Py_None);
+        set_slot(p, off_pending[P_LASTI], r_zero);
         return p;
     }
     PyObject *code, *lasti;
@@ -1112,10 +1162,18 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         return NULL;
     }
+    PyObject *errstate;
+    if (recorded_errstate(&errstate) < 0) {
+        return NULL;
+    }
+    if (errstate == NULL) {
+        Py_RETURN_NONE;
+    }
     PyObject *backend = get_slot(x, off_array[A_BACKEND], "_backend");
     PyObject *xp, *yp = NULL;
     PyObject *xs = backend == NULL ? NULL : source_of(x, &xp);
     if (xs == NULL) {
+        Py_DECREF(errstate);
         return NULL;
     }
     /* (held: consume() runs Python code, and another thread may compute x or y meanwhile) */
@@ -1229,13 +1287,14 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *operands = reflected ? PyTuple_Pack(2, operand, x) : PyTuple_Pack(2, x, operand);
-    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, xshape, nodes, frame);
+    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, xshape, nodes, frame, errstate);
     Py_XDECREF(operands);
     Py_DECREF(loop);
     if (pending != NULL) {
         result = new_pending_array(pending, backend);
     }
 done:
+    Py_DECREF(errstate);
     Py_XDECREF(key);
     Py_XDECREF(xdtype);
     Py_XDECREF(ydtype);
@@ -1263,10 +1322,18 @@ record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "record_unary: x must be a DeviceArray");
         return NULL;
     }
+    PyObject *errstate;
+    if (recorded_errstate(&errstate) < 0) {
+        return NULL;
+    }
+    if (errstate == NULL) {
+        Py_RETURN_NONE;
+    }
     PyObject *backend = get_slot(x, off_array[A_BACKEND], "_backend");
     PyObject *xp;
     PyObject *xs = backend == NULL ? NULL : source_of(x, &xp);
     if (xs == NULL) {
+        Py_DECREF(errstate);
         return NULL;
     }
     Py_XINCREF(xp); /* (held, as in record_binary) */
@@ -1310,12 +1377,13 @@ record_unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *operands = PyTuple_Pack(1, x);
-    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, shape, nodes, frame);
+    PyObject *pending = operands == NULL ? NULL : new_pending(ufunc, loop, operands, shape, nodes, frame, errstate);
     Py_XDECREF(operands);
     if (pending != NULL) {
         result = new_pending_array(pending, backend);
     }
 done:
+    Py_DECREF(errstate);
     Py_XDECREF(dtype);
     Py_XDECREF(key);
     Py_XDECREF(shape);
@@ -1461,7 +1529,8 @@ walk_node(Walk *w, PyObject *x, PyObject *pending, int depth)
     }
     PyObject *ufunc = get_slot(pending, off_pending[P_UFUNC], "ufunc");
     PyObject *loop = ufunc == NULL ? NULL : get_slot(pending, off_pending[P_LOOP], "loop");
-    PyObject *entry = loop == NULL ? NULL : PyTuple_Pack(3, ufunc, loop, refs);
+    PyObject *errstate = loop == NULL ? NULL : get_slot(pending, off_pending[P_ERRSTATE], "errstate");
+    PyObject *entry = errstate == NULL ? NULL : PyTuple_Pack(4, ufunc, loop, refs, errstate);
     if (entry == NULL || PyList_Append(w->signature, entry) < 0 || PyList_Append(w->pendings, pending) < 0) {
         Py_XDECREF(entry);
         goto error;
@@ -1755,6 +1824,8 @@ static PyMethodDef module_methods[] = {
      "configure(state_var, config_dict, ndarray, dtype, plain_types, dispatch_function, place_constructed)"},
     {"configure_fusion", configure_fusion, METH_VARARGS,
      "configure_fusion(DeviceArray, Pending, ScalarArg, Ref, forget, refs, lazy_globals, materialize)"},
+    {"configure_errstate", configure_errstate, METH_VARARGS,
+     "configure_errstate(numpy_errstate_contextvar, fperr_cache): where the recorder reads NumPy's errstate"},
     {"record_binary", (PyCFunction)(void (*)(void))record_binary, METH_FASTCALL,
      "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,

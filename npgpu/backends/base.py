@@ -99,21 +99,24 @@ class Backend:
         return hasattr(self, "run_elementwise")
 
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
-                  out: Any = None) -> Any:
-        """Run an IR graph with one output over ``inputs`` broadcast to ``shape``; returns the output."""
+                  out: Any = None, errors: Any = None) -> Any:
+        """Run an IR graph with one output over ``inputs`` broadcast to ``shape``; returns the output.
+        ``errors``: what the graph's floating-point error flags report (npgpu/_fperr.Launch)."""
         if out is None:
             out = self.empty(shape, graph.out_dtypes[0])  # type: ignore[attr-defined]
-        self.run_elementwise(graph, inputs, [out], scalars)  # type: ignore[attr-defined]
+        self.run_elementwise(graph, inputs, [out], scalars, None, errors)  # type: ignore[attr-defined]
         return out
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
-                     axes: tuple[int, ...]) -> Any:
-        """Reduce an IR graph's output over ``axes`` with ``op`` in one kernel; None when not possible."""
+                     axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
+        """Reduce an IR graph's output over ``axes`` with ``op`` in one kernel; None when not possible.
+        ``reduce_check``: the error categories the reduction itself reports (codegen.map_reduce)."""
         map_reduce = getattr(self, "map_reduce", None)
         if map_reduce is None:
             return None
         acc = graph.out_dtypes[0]
-        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, None, shape)  # (None: the identity)
+        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, None, shape, errors,  # (None: the identity)
+                               reduce_check)
         return result
 
     # -- compute ------------------------------------------------------------

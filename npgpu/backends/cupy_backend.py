@@ -19,9 +19,8 @@ from typing import Any, NoReturn
 
 import numpy
 
-from .. import _errors
+from .. import _errors, _fperr
 from ..fusion import ufuncs as _table
-from ..fusion.ir import evaluate
 from .base import Backend, native_numeric
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
@@ -339,20 +338,48 @@ class EmulatedBackend(ArrayModuleBackend):
         return result
 
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
-                  out: Any = None) -> Any:
+                  out: Any = None, errors: Any = None) -> Any:
         if out is None:
             self._room(math.prod(shape) * graph.out_dtypes[0].itemsize)
         # Interprets the IR with NumPy ufuncs on the exact loops: checks the recording, not a kernel.
-        value = evaluate(graph, inputs, scalars)[0]
+        # NumPy's own floating-point flags of each checked node are the "kernel's" error flags.
+        flags = self._error_flags(graph, errors)
+        value = _evaluate(graph, inputs, scalars, flags)[0]
         if out is None:
             return numpy.array(numpy.broadcast_to(value, shape), copy=True)
-        out[...] = value
+        with numpy.errstate(all="ignore"):  # (a narrowing store was checked as a node)
+            out[...] = value
         return out
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
-                     axes: tuple[int, ...]) -> Any:
-        value = numpy.broadcast_to(evaluate(graph, inputs, scalars)[0], shape)
-        return numpy.asarray(getattr(numpy, op).reduce(value, axis=axes))
+                     axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
+        flags = self._error_flags(graph, errors, reduce_check)
+        value = numpy.broadcast_to(_evaluate(graph, inputs, scalars, flags)[0], shape)
+        slot = None if flags is None else flags[1] + _fperr.SLOT_BYTES * len(graph.error_nodes)
+        with _raised(reduce_check, flags[0] if flags else None, slot):
+            return numpy.asarray(getattr(numpy, op).reduce(value, axis=axes))
+
+    # -- floating-point error flags: host memory standing in for the device's -----------------
+    @staticmethod
+    def error_buffer(nbytes: int) -> numpy.ndarray:
+        return numpy.zeros(nbytes, numpy.uint8)
+
+    @staticmethod
+    def read_errors(buffer: numpy.ndarray, nbytes: int) -> numpy.ndarray:
+        return buffer[:nbytes].copy()
+
+    read_errors_later = read_errors
+
+    @staticmethod
+    def clear_errors(buffer: numpy.ndarray, nbytes: int) -> None:
+        buffer[:nbytes] = 0
+
+    def _error_flags(self, graph: Any, errors: Any, reduce_check: int = 0) -> tuple[numpy.ndarray, int] | None:
+        if not (graph.error_nodes or reduce_check):
+            return None
+        if errors is None:
+            errors = _fperr.call_launch(graph, _fperr.current(), ("reduce",) if reduce_check else ())
+        return _fperr.reserve(self, errors)
 
     default_threshold_bytes = 0  # everything goes to the "device": this backend exists to test that path
 
@@ -654,6 +681,7 @@ class CupyBackend(ArrayModuleBackend):
         if not _LIVE_CUPY:  # (registered after CuPy's own exit handlers, so it runs before them)
             atexit.register(_finish_devices)
         _LIVE_CUPY.add(self)
+        self._error_hosts: dict[int, Any] = {}  # flag buffer -> (pinned memory, its host array)
 
     #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
     kernel_cache_size = 256
@@ -731,7 +759,10 @@ class CupyBackend(ArrayModuleBackend):
             exact = self._complex_product(ufunc, inputs)
             if exact is not None:
                 return exact
-        return super().call_ufunc(ufunc, method, inputs, kwargs)
+        result = super().call_ufunc(ufunc, method, inputs, kwargs)
+        if method == "__call__":
+            self._eager_errors(ufunc, inputs, result)
+        return result
 
     def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
         """multiply, square and power of complex arrays with NumPy's own rounding, or None.
@@ -792,20 +823,129 @@ class CupyBackend(ArrayModuleBackend):
     # -- fusion: generated CUDA from the shared IR, launched by CuPy's kernel machinery ----------
     _REDUCE = {"add": ("a + b", None), "multiply": ("a * b", None)}  # (identities: ufuncs.identity_literal)
 
-    def _fused_function(self, graph: Any) -> tuple[str, str, str]:
-        """(preamble defining npg_fused, its argument list, its C++ parameter spec for CuPy)."""
+    def _fused_function(self, graph: Any, reduce_check: int = 0) -> tuple[str, str, str]:
+        """(preamble defining npg_fused, its argument list, its C++ parameter spec for CuPy).
+
+        A graph that reports floating-point errors (or a reduction with ``reduce_check``) takes
+        the flag buffer last: ``npg_fused(..., npg_err, npg_err_off)``, given to CuPy's kernels as
+        ``uint64 npg_errp, int64 npg_err_off``. A reduction's slot (after the graph's) holds
+        whole-launch flags: a reduced value was not finite / NaN (bytes 0, 1, set here), a result
+        was inf / NaN (bytes 2, 3: npg_reduced in the post-map step); see _fperr.Launch."""
         from ..fusion import codegen, ufuncs
 
         ins = [f"in{i}" for i in range(len(graph.inputs))]
         scs = [f"s{j}" for j in range(len(graph.scalars))]
-        stmts, results, helpers = codegen.emit_body(graph, "cuda", dict(enumerate(ins)), scs)
+        stmts, results, helpers = codegen.emit_body(graph, "cuda", dict(enumerate(ins)), scs, names := {})
+        stmts += codegen.emit_checks(graph, names, "cuda", codegen.error_flag("cuda")).inline()
         c_params = [f"{ufuncs.ctype(dt)} {n}" for n, dt in zip(ins + scs, graph.inputs + graph.scalars)]
+        spec = ", ".join(f"{numpy.dtype(dt).name} {n}" for n, dt in zip(ins + scs, graph.inputs + graph.scalars))
+        call = ins + scs
+        extra: list[str] = []
+        if graph.error_nodes or reduce_check:
+            c_params += ["unsigned char* npg_err", "long long npg_err_off"]
+            spec += ", uint64 npg_errp, int64 npg_err_off"
+            call += ["(unsigned char*)npg_errp", "npg_err_off"]
+        if reduce_check:
+            slot = _fperr.SLOT_BYTES * len(graph.error_nodes)
+            flag, value = codegen.error_flag("cuda"), results[0]
+            stmts.append(f"if (!isfinite({value})) {{ {codegen.set_flag(flag, slot)} "
+                         f"if (isnan({value})) {codegen.set_flag(flag, slot + 1)} }}")
+            acc = ufuncs.ctype(graph.out_dtypes[0])
+            extra = [f"__device__ {acc} npg_reduced({acc} a, unsigned char* npg_err, long long npg_err_off) {{",
+                     f"  if (isinf(a)) {codegen.set_flag(flag, slot + 2)}",
+                     f"  if (isnan(a)) {codegen.set_flag(flag, slot + 3)}",
+                     "  return a;", "}"]
         out_type = ufuncs.ctype(graph.out_dtypes[0])
         preamble = "\n".join([ufuncs.typedefs("cuda"), *helpers.values(),
                               f"__device__ {out_type} npg_fused({', '.join(c_params)}) {{",
-                              *("  " + st for st in stmts), f"  return {results[0]};", "}"])
-        spec = ", ".join(f"{numpy.dtype(dt).name} {n}" for n, dt in zip(ins + scs, graph.inputs + graph.scalars))
-        return preamble, ", ".join(ins + scs), spec
+                              *("  " + st for st in stmts), f"  return {results[0]};", "}", *extra])
+        return preamble, ", ".join(call), spec
+
+    # -- floating-point error flags (npgpu/_fperr.py): bytes in device memory, read at sync points --
+    def error_buffer(self, nbytes: int) -> Any:
+        buffer = self.xp.zeros(nbytes, self.xp.uint8)
+        # its page-locked host copy (read_errors_later), kept: one allocation per buffer
+        memory = self.xp.cuda.alloc_pinned_memory(nbytes)
+        self._error_hosts[buffer.data.ptr] = (memory, numpy.frombuffer(memory, numpy.uint8, nbytes))
+        return buffer
+
+    def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        return buffer[:nbytes].get()  # (on the current stream: after every kernel queued there)
+
+    def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """The flags copied into page-locked host memory on the current stream, without waiting:
+        every download (to_host) waits for that stream before it returns."""
+        host = self._error_hosts[buffer.data.ptr][1][:nbytes]
+        buffer[:nbytes].get(out=host, blocking=False)
+        return host
+
+    def clear_errors(self, buffer: Any, nbytes: int) -> None:
+        buffer[:nbytes].fill(0)
+
+    def _error_arguments(self, graph: Any, errors: Any, reduce_check: int = 0) -> tuple[Any, ...]:
+        """The kernel arguments (pointer, offset) of a launch whose graph reports errors."""
+        if not (graph.error_nodes or reduce_check):
+            return ()
+        if errors is None:
+            errors = _fperr.call_launch(graph if graph.error_nodes else None, _fperr.current(),
+                                        ("reduce",) if reduce_check else (), global_reduce=bool(reduce_check))
+        buffer, base = _fperr.reserve(self, errors)
+        return numpy.uint64(buffer.data.ptr), numpy.int64(base)
+
+    def _eager_errors(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], result: Any) -> None:
+        """CuPy's ufuncs detect no floating-point errors: where NumPy's errstate here asks for this
+        ufunc's, one more kernel applies the ufunc table's conditions (npgpu/fusion/ufuncs.py,
+        ERRORS) to the operands and the result, and its flags are reported as a fused kernel's."""
+        from ..fusion import codegen, ir, ufuncs
+
+        state = _fperr.current()
+        if not state.check or ufunc.__name__ not in ufuncs.ERRORS:
+            return
+        results = result if isinstance(result, tuple) else (result,)
+        if not all(self.is_native(r) for r in results) or any(r.dtype.kind not in "biuf" for r in results):
+            return
+        kinds = tuple("array" if self.is_native(x) else "scalar" for x in inputs)
+        operand_types = tuple(x.dtype if self.is_native(x) else _weak(x) for x in inputs)
+        try:
+            loop = tuple(ufunc.resolve_dtypes(operand_types + (None,) * ufunc.nout))
+        except (TypeError, ValueError):
+            return
+        if tuple(r.dtype for r in results) != loop[ufunc.nin:]:
+            return  # a result stored in another dtype (out=): not checked (README)
+        if any(self.is_native(x) and x.data.ptr == r.data.ptr for x in inputs for r in results):
+            return  # written over its input (x += y, fusion off): the operand is gone (README)
+        check = state.check & ufuncs.error_categories(ufunc, loop)
+        if not check:
+            return
+        operand_dtypes = tuple(x.dtype if self.is_native(x) else loop[i] for i, x in enumerate(inputs))
+        key = ("errors", ufunc, loop, kinds, operand_dtypes, check)
+
+        def build() -> Any:
+            graph = ir.ufunc_graph(ufunc, loop, kinds, operand_dtypes, loop[ufunc.nin:], check)
+            apply = graph.outputs[0]
+            names = {apply: "q0", **{o: f"a{i}" for i, o in enumerate(apply.operands)}}
+            if ufunc.nout == 2:
+                names[graph.outputs[1]] = "q1"
+            lines = ["unsigned char* npg_err = (unsigned char*)npg_errp;"]
+            lines += [f"const {ufuncs.ctype(loop[i])} a{i} = ({ufuncs.ctype(loop[i])})x{i};" for i in range(ufunc.nin)]
+            lines += [f"const {ufuncs.ctype(dt)} q{k} = r{k};" for k, dt in enumerate(loop[ufunc.nin:])]
+            lines += codegen.emit_checks(graph, names, "cuda", codegen.error_flag("cuda")).inline()
+            params = ", ".join([f"{dt.name} x{i}" for i, dt in enumerate(operand_dtypes)]
+                               + ["uint64 npg_errp", "int64 npg_err_off"])
+            # the results are the kernel's outputs, only read: the launch covers their shape, allocates nothing
+            results_spec = ", ".join(f"{dt.name} r{k}" for k, dt in enumerate(loop[ufunc.nin:]))
+            kernel = self.xp.ElementwiseKernel(params, results_spec, "\n".join(lines), "npg_eager_errors",
+                                               preamble=ufuncs.typedefs("cuda"), options=self.NVRTC_OPTIONS,
+                                               no_return=True)
+            return kernel, graph
+
+        kernel, graph = self._kernel(key, build)
+        launch = _fperr.call_launch(graph, state)
+        buffer, base = _fperr.reserve(self, launch)
+        operands = [x if self.is_native(x) else loop[i].type(x) for i, x in enumerate(inputs)]
+        if results[0].size:
+            kernel(*operands, numpy.uint64(buffer.data.ptr), numpy.int64(base), *results)
+        _fperr.launched(self, launch)
 
     def _kernel(self, key: Any, build: Callable[[], Any]) -> Any:
         kernel = self._kernels.get(key)
@@ -855,7 +995,7 @@ class CupyBackend(ArrayModuleBackend):
     NVRTC_OPTIONS = ("--fmad=false",)
 
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
-                  out: Any = None) -> Any:
+                  out: Any = None, errors: Any = None) -> Any:
         cp = self.xp
         if out is None:
             out = cp.ndarray(shape, graph.out_dtypes[0])  # (cupy.empty, less one Python layer)
@@ -872,7 +1012,8 @@ class CupyBackend(ArrayModuleBackend):
                 built = self._kernel(graph, lambda: self._contiguous_kernel(graph))
             kernel, per_block = built
             # (scalars are NumPy scalars of the graph's scalar dtypes: RawKernel passes them as such)
-            kernel(((size + per_block - 1) // per_block,), (self.BLOCK,), (*inputs, *scalars, out, numpy.int64(size)))
+            kernel(((size + per_block - 1) // per_block,), (self.BLOCK,),
+                   (*inputs, *scalars, out, numpy.int64(size), *self._error_arguments(graph, errors)))
             return out
 
         def build() -> Any:
@@ -882,7 +1023,8 @@ class CupyBackend(ArrayModuleBackend):
                                         "npg_fused_ew", preamble=preamble, options=self.NVRTC_OPTIONS)
 
         kernel = self._kernel(("ew", graph), build)
-        kernel(*inputs, *scalars, out)
+        if size:
+            kernel(*inputs, *scalars, *self._error_arguments(graph, errors), out)
         return out
 
     def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
@@ -903,9 +1045,12 @@ class CupyBackend(ArrayModuleBackend):
         params = ([f"const {ufuncs.ctype(dt)}* __restrict__ {n}" for n, dt in zip(ins, graph.inputs)]
                   + [f"{ufuncs.ctype(dt)} {n}" for n, dt in zip(scs, graph.scalars)]
                   + [f"{ufuncs.ctype(graph.out_dtypes[0])}* __restrict__ out0", "long long n"])
+        errors = ["npg_err", "npg_err_off"] if graph.error_nodes else []
+        if errors:  # (the flag buffer: see _fused_function)
+            params += ["unsigned char* npg_err", "long long npg_err_off"]
         loads = [f"{ufuncs.ctype(dt)} v{n}[{unroll}];" for n, dt in zip(ins, graph.inputs)]
-        loaded = ", ".join([f"v{n}[k]" for n in ins] + scs)
-        direct = ", ".join([f"{n}[i]" for n in ins] + scs)
+        loaded = ", ".join([f"v{n}[k]" for n in ins] + scs + errors)
+        direct = ", ".join([f"{n}[i]" for n in ins] + scs + errors)
         source = "\n".join([
             preamble,
             f'extern "C" __global__ void npg_fused_contiguous({", ".join(params)}) {{',
@@ -928,7 +1073,7 @@ class CupyBackend(ArrayModuleBackend):
         return self.xp.RawKernel(source, "npg_fused_contiguous", options=self.NVRTC_OPTIONS), self.BLOCK * unroll
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
-                     axes: tuple[int, ...]) -> Any:
+                     axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
         if op not in self._REDUCE or not inputs:
             return None
         cp = self.xp
@@ -937,14 +1082,17 @@ class CupyBackend(ArrayModuleBackend):
         identity = _table.identity_literal(op, graph.out_dtypes[0])
 
         def build() -> Any:
-            preamble, call, spec = self._fused_function(graph)
+            preamble, call, spec = self._fused_function(graph, reduce_check)
             acc = graph.out_dtypes[0].name
-            return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, "y = a", identity,
+            post = "y = npg_reduced(a, (unsigned char*)npg_errp, npg_err_off)" if reduce_check else "y = a"
+            return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, post, identity,
                                       "npg_fused_reduce", preamble=preamble, options=self.NVRTC_OPTIONS)
 
-        kernel = self._kernel(("reduce", graph, op), build)
+        kernel = self._kernel(("reduce", graph, op, reduce_check), build)
         operands = [cp.broadcast_to(x, shape) for x in inputs]
-        return kernel(*operands, *scalars, axis=axes)
+        if reduce_check and errors is not None:
+            errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
+        return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
 
 
 _COMPLEX_PRODUCTS = frozenset({numpy.multiply, numpy.square, numpy.power})
@@ -1037,6 +1185,83 @@ else {
     r = acc;
 }
 """
+
+
+def _evaluate(graph: Any, inputs: list[Any], scalars: list[Any], flags: tuple[numpy.ndarray, int] | None = None
+              ) -> list[Any]:
+    """Values of an IR graph's outputs computed with NumPy, node by node; with ``flags`` (a flag
+    buffer and this launch's offset), the categories each error node checks are set where NumPy
+    raised them, as a kernel sets them (npgpu/_fperr.py)."""
+    from ..fusion.ir import walk
+
+    values: dict[Any, Any] = {}
+    slots = {node: k for k, node in enumerate(graph.error_nodes)} if flags is not None else {}
+    with numpy.errstate(all="ignore"):  # a device kernel raises no floating-point warnings either
+        _evaluate_nodes(walk(graph.outputs), values, inputs, scalars, slots, flags)
+    return [values[o] for o in graph.outputs]
+
+
+class _raised:
+    """Within: NumPy's floating-point flags of the categories ``check`` set the flag bytes of
+    slot ``base`` of ``buffer`` (the others ignored)."""
+
+    def __init__(self, check: int, buffer: numpy.ndarray | None, base: int | None) -> None:
+        self.check, self.buffer, self.base = check, buffer, base
+        self.state: Any = None
+
+    def _flag(self, kind: str, bits: int) -> None:
+        for b, (bit, _, _) in enumerate(_fperr.CATEGORIES):
+            if bits & bit & self.check:
+                self.buffer[self.base + b] = 1  # type: ignore[index]
+
+    def __enter__(self) -> None:
+        if self.buffer is None or not self.check:
+            self.state = numpy.errstate(all="ignore")
+        else:
+            modes = {key: "call" if self.check & bit else "ignore" for bit, key, _ in _fperr.CATEGORIES}
+            self.state = numpy.errstate(call=self._flag, **modes)
+        self.state.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.state.__exit__(*exc)
+
+
+def _evaluate_nodes(nodes: list[Any], values: dict[Any, Any], inputs: list[Any], scalars: list[Any],
+                    slots: dict[Any, int] | None = None, flags: tuple[numpy.ndarray, int] | None = None) -> None:
+    from ..fusion.ir import Apply, Cast, Input, Scalar, Select
+
+    for node in nodes:
+        if isinstance(node, Input):
+            values[node] = inputs[node.index]
+        elif isinstance(node, Scalar):
+            values[node] = scalars[node.index]
+        elif isinstance(node, Cast):
+            k = slots.get(node) if slots else None
+            if k is None:
+                values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
+            else:
+                with _raised(node.check, flags[0], flags[1] + _fperr.SLOT_BYTES * k):  # type: ignore[index]
+                    values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
+        elif isinstance(node, Apply):
+            k = slots.get(node) if slots else None
+            operands = [values[o] for o in node.operands]
+            if k is None:
+                result = node.ufunc(*operands, signature=node.loop)
+            else:
+                with _raised(node.check, flags[0], flags[1] + _fperr.SLOT_BYTES * k):  # type: ignore[index]
+                    result = node.ufunc(*operands, signature=node.loop)
+            values[node] = result[node.out_index] if node.ufunc.nout > 1 else result
+        elif isinstance(node, Select):
+            values[node] = numpy.where(values[node.cond], values[node.a], values[node.b])
+
+
+def _weak(x: Any) -> Any:
+    """A scalar operand as NumPy's dtype resolution takes it (Python scalars are weak: NEP 50)."""
+    if isinstance(x, numpy.generic):
+        return x.dtype
+    if type(x) is bool:
+        return numpy.dtype(bool)
+    return type(x) if type(x) in (int, float, complex) else numpy.asarray(x).dtype
 
 
 def _is_bool_index(k: Any) -> bool:

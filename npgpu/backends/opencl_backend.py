@@ -21,6 +21,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
+from .. import _fperr
 from .._errors import DeviceLostError, DeviceMemoryError, KernelBuildError
 from ..fusion import codegen, ir
 from ..fusion import ufuncs as _table
@@ -302,6 +303,7 @@ class OpenCLBackend(Backend):
         #: The most bytes one array may take (CL_DEVICE_MAX_MEM_ALLOC_SIZE); larger requests raise
         #: DeviceMemoryError before anything is allocated. Tests lower it to stand for a smaller device.
         self.max_alloc_bytes = int(self.device.max_mem_alloc_size)
+        self._error_hosts: dict[int, numpy.ndarray] = {}  # host memory of flag buffers (error_buffer)
         self.compile_seconds = 0.0
         self.kernels_built = 0
         _LIVE_BACKENDS.add(self)
@@ -673,10 +675,12 @@ class OpenCLBackend(Backend):
         outputs: list[CLArray],
         scalars: list[Any],
         where: CLArray | None = None,
+        errors: _fperr.Launch | None = None,
     ) -> None:
         """Run ``graph`` over broadcast ``inputs`` into ``outputs`` (all of the outputs' shape).
 
-        The entry point fusion uses too: inputs broadcast against outputs[0].shape.
+        The entry point fusion uses too: inputs broadcast against outputs[0].shape. ``errors``:
+        what the graph's floating-point error flags report (see npgpu/_fperr.py).
         """
         shape = outputs[0].shape
         n = math.prod(shape)
@@ -695,8 +699,10 @@ class OpenCLBackend(Backend):
         big = max(n + chunk * self.chunk_local_size, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
         # CPUs: contiguous float graphs of plain arithmetic and math builtins run in vector types
         vector = codegen.vector_width(graph) if chunk and contiguous and where is None and self.vectorize else 0
+        # a chunk whose output overwrites an input can't be computed again to look for its errors
+        inline_errors = bool(graph.error_nodes) and any(a.data is o.data for a in inputs for o in outputs)
         layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0,
-                                vector=vector)
+                                vector=vector, inline_errors=inline_errors)
         kernel = self._build(("ew", graph, layout), lambda: codegen.elementwise(graph, layout, "opencl"))
         it = numpy.int64 if big else numpy.int32
         args: list[Any] = []
@@ -712,12 +718,65 @@ class OpenCLBackend(Backend):
             args.extend(it(d) for d in cshape)
             for st in cstrides:
                 args.extend(it(s) for s in st)
+        if graph.error_nodes:
+            args += self._error_arguments(graph, errors, it)
         if chunk:
             ls = self.chunk_local_size
             items = -(-n // chunk)
             self._enqueue(kernel, (-(-items // ls) * ls,), (ls,), args)
         else:
             self._launch(kernel, n, args)
+
+    # -- floating-point error flags (npgpu/_fperr.py) -------------------------------------------
+    # On a CPU device (host_backed) the flags are host memory the kernels write in place: read
+    # once the queue has run (a download waits for it anyway), with no OpenCL command, which
+    # on PoCL costs 25-45 us each (measured 2026-12-01); elsewhere they are copied back.
+    def error_buffer(self, nbytes: int) -> Any:
+        """A zeroed device buffer of ``nbytes`` flag bytes."""
+        flags = self._cl.mem_flags
+        host = numpy.zeros(nbytes, numpy.uint8)
+        if self.host_backed:
+            buffer = self._cl.Buffer(self.context, flags.READ_WRITE | flags.USE_HOST_PTR, hostbuf=host)
+            self._error_hosts[buffer.int_ptr] = host  # (the buffer and its memory live as long as the backend)
+            return buffer
+        return self._cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=host)
+
+    def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """The first ``nbytes`` flag bytes, once every command queued so far has run."""
+        host = self._error_hosts.get(buffer.int_ptr)
+        if host is not None:
+            self.queue.finish()
+            return host[:nbytes].copy()
+        host = numpy.empty(nbytes, numpy.uint8)
+        self._cl.enqueue_copy(self.queue, host, buffer, is_blocking=True)
+        return host
+
+    def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """A host array holding the first ``nbytes`` flag bytes once the queue has run up to here
+        (the in-order queue: by the end of any blocking transfer queued after)."""
+        host = self._error_hosts.get(buffer.int_ptr)
+        if host is not None:
+            return host[:nbytes]
+        host = numpy.empty(nbytes, numpy.uint8)
+        self._cl.enqueue_copy(self.queue, host, buffer, is_blocking=False)
+        return host
+
+    def clear_errors(self, buffer: Any, nbytes: int) -> None:
+        """Zero the flags (called once they were read: no queued kernel writes them)."""
+        host = self._error_hosts.get(buffer.int_ptr)
+        if host is not None:
+            host[:nbytes] = 0
+        else:
+            self._cl.enqueue_fill_buffer(self.queue, buffer, numpy.uint8(0), 0, nbytes)
+
+    def _error_arguments(self, graph: ir.Graph, errors: _fperr.Launch | None, it: Any,
+                         slot_offset: int = 0) -> list[Any]:
+        """The flag buffer and byte offset arguments of a kernel whose graph reports errors
+        (under the errstate in force here when no ``errors`` says otherwise)."""
+        if errors is None:
+            errors = _fperr.call_launch(graph, _fperr.current())
+        buffer, base = _fperr.reserve(self, errors)
+        return [buffer, it(base + slot_offset)]
 
     def _chunk(self, n: int) -> int:
         """Elements per work-item on a CPU: enough work-items for every core, at least 1024 elements each."""
@@ -795,6 +854,7 @@ class OpenCLBackend(Backend):
             where=_unwrap(kwargs.get("where", True)),
             casting=kwargs.get("casting", "same_kind"),
             dtype=kwargs.get("dtype"),
+            errstate=_fperr.current(),
         )
 
     def ufunc_call(
@@ -805,8 +865,10 @@ class OpenCLBackend(Backend):
         where: Any = True,
         casting: str = "same_kind",
         dtype: Any = None,
+        errstate: _fperr.ErrState | None = None,
     ) -> Any:
-        """``ufunc(*inputs, out=, where=, casting=, dtype=)`` with NumPy's result dtypes."""
+        """``ufunc(*inputs, out=, where=, casting=, dtype=)`` with NumPy's result dtypes; with
+        ``errstate`` (a user's call), its floating-point errors are reported as that state asks."""
         if len(inputs) != ufunc.nin:
             raise TypeError(f"{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
         outs = (
@@ -854,15 +916,19 @@ class OpenCLBackend(Backend):
                     arrays[i] = self.copy(a)
         scalars = [x for x in inputs if not isinstance(x, CLArray)]
         operand_dtypes = tuple(x.dtype if isinstance(x, CLArray) else loop[i] for i, x in enumerate(inputs))
-        key = ("ufunc", ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results))
+        check = 0 if errstate is None else errstate.check
+        key = ("ufunc", ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results), check)
         graph = self._graphs.get(key)
         if graph is None:
-            graph = ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results))
+            graph = ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results), check)
             self._graphs[key] = graph
         if where is False or (not isinstance(where, CLArray) and not where):
             return results[0] if ufunc.nout == 1 else tuple(results)
         mask = where if isinstance(where, CLArray) else None
-        self.run_elementwise(graph, arrays, results, scalars, mask)
+        launch = _fperr.call_launch(graph, errstate) if graph.error_nodes and errstate is not None else None
+        self.run_elementwise(graph, arrays, results, scalars, mask, launch)
+        if launch is not None:
+            _fperr.launched(self, launch)
         return results[0] if ufunc.nout == 1 else tuple(results)
 
     _graphs: ClassVar[dict[Any, ir.Graph]] = {}
@@ -917,12 +983,16 @@ class OpenCLBackend(Backend):
         acc_dtype: numpy.dtype,
         initial: Any,
         shape: tuple[int, ...],
+        errors: _fperr.Launch | None = None,
+        reduce_check: int = 0,
     ) -> tuple[CLArray, CLArray | None]:
         """Reduce ``graph`` (evaluated over ``inputs`` broadcast to ``shape``) along ``axes`` with ``op``.
 
         Returns the result (kept dims of ``shape``, C order, ``acc_dtype``) and, for
         argmax/argmin, the int64 positions (flat index within the reduced dims).
-        The entry point fusion uses for a reduction of a pending graph.
+        The entry point fusion uses for a reduction of a pending graph. ``errors``: what the
+        graph's error flags and, with ``reduce_check`` (codegen.map_reduce), the reduction's own
+        report (in the slot after the graph's).
         """
         acc_dtype = numpy.dtype(acc_dtype)
         kept = [d for d in range(len(shape)) if d not in axes]
@@ -945,6 +1015,12 @@ class OpenCLBackend(Backend):
         init_first = initial if parts == 1 else _identity(op, acc_dtype)
         stage_out = result if parts == 1 else self.empty((m * parts,), acc_dtype)
         stage_idx = index if parts == 1 else (self.empty((m * parts,), numpy.int64) if index is not None else None)
+        flags = None
+        if graph.error_nodes or reduce_check:
+            if errors is None:
+                errors = _fperr.call_launch(graph if graph.error_nodes else None, _fperr.current(),
+                                            ("reduce",) if reduce_check else ())
+            flags = _fperr.reserve(self, errors)
         self._run_reduce(
             graph,
             inputs,
@@ -962,6 +1038,8 @@ class OpenCLBackend(Backend):
             stage_out,
             stage_idx,
             index_input=False,
+            flags=flags,
+            reduce_check=reduce_check,
         )
         if parts > 1:
             g2 = self._graphs.get(("id", acc_dtype))
@@ -987,6 +1065,10 @@ class OpenCLBackend(Backend):
                 result,
                 index,
                 index_input=stage_idx is not None,
+                # (the second stage reports in the first's reduction slot)
+                flags=None if flags is None or not reduce_check else
+                (flags[0], flags[1] + _fperr.SLOT_BYTES * len(graph.error_nodes)),
+                reduce_check=reduce_check,
             )
         return result, index
 
@@ -1008,6 +1090,8 @@ class OpenCLBackend(Backend):
         out,
         idx_out,
         index_input,
+        flags=None,
+        reduce_check=0,
     ) -> None:  # noqa: ANN001
         big = max(m * parts, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
         # GPUs: interleaved parts (coalesced loads).  CPUs (PoCL): each part one contiguous chunk,
@@ -1018,7 +1102,8 @@ class OpenCLBackend(Backend):
             len(oshape), len(ishape), interleaved=interleaved, index_input=index_input, index64=big, unroll=unroll
         )
         kernel = self._build(
-            ("mr", graph, op, acc_dtype, layout), lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl")
+            ("mr", graph, op, acc_dtype, layout, reduce_check),
+            lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl", reduce_check=reduce_check),
         )
         it = numpy.int64 if big else numpy.int32
         args: list[Any] = []
@@ -1034,6 +1119,8 @@ class OpenCLBackend(Backend):
         args += [out.data, it(out.offset // out.itemsize)]
         if idx_out is not None:
             args += [idx_out.data, it(idx_out.offset // 8)]
+        if graph.error_nodes or reduce_check:
+            args += [flags[0], it(flags[1])]
         self._launch(kernel, m * parts, args)
 
     def reduce_op(self, op: str, a: CLArray, axis: Any = None, acc_dtype: Any = None) -> CLArray:
@@ -1092,7 +1179,10 @@ class OpenCLBackend(Backend):
                 raise ValueError("where= must broadcast to the reduced array's shape")
         graph = b.build([val])
         init = initial  # (None: the identity)
-        result, _ = self.map_reduce(graph, inputs, scalars, op, axes, acc, init, shape)
+        launch, check = _reduction_errors(op, acc)
+        result, _ = self.map_reduce(graph, inputs, scalars, op, axes, acc, init, shape, launch, check)
+        if launch is not None:
+            _fperr.launched(self, launch)
         if (
             kind in ("nanmax", "nanmin")
             and a.dtype.kind == "f"
@@ -1146,7 +1236,10 @@ class OpenCLBackend(Backend):
             )[0]
             count_graph = cb.build([notnan], [acc])
         graph = b.build([val])
-        total, _ = self.map_reduce(graph, inputs, scalars, "add", axes, acc, 0, a.shape)
+        launch, check = _reduction_errors("add", acc)
+        total, _ = self.map_reduce(graph, inputs, scalars, "add", axes, acc, 0, a.shape, launch, check)
+        if launch is not None:
+            _fperr.launched(self, launch)
         if count_graph is not None:
             count, _ = self.map_reduce(count_graph, [a], [], "add", axes, acc, 0, a.shape)
             result = self.ufunc_call(numpy.true_divide, (total, count))
@@ -1726,6 +1819,16 @@ class OpenCLBackend(Backend):
 
 _COMPARISONS = frozenset("equal not_equal less less_equal greater greater_equal".split())
 _UFUNC_REDUCE = frozenset("add multiply maximum minimum logical_and logical_or".split())
+
+
+def _reduction_errors(op: str, acc: numpy.dtype) -> tuple[_fperr.Launch | None, int]:
+    """A user's sum or product reports overflow and invalid values as NumPy's reduce does
+    ("overflow encountered in reduce"): the launch's report and map_reduce's reduce_check."""
+    if op not in ("add", "multiply") or acc.kind != "f":
+        return None, 0
+    state = _fperr.current()
+    check = state.check & (_table.OVER | _table.INVALID)
+    return (_fperr.call_launch(None, state, ("reduce",)), check) if check else (None, 0)
 
 
 def _comparison_loop(

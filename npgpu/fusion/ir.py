@@ -62,30 +62,38 @@ class Scalar(_Leaf):
 
 
 class Cast(_Node):
-    """Convert ``operand`` to ``dtype`` with C conversion (NumPy's ``astype`` for supported pairs)."""
+    """Convert ``operand`` to ``dtype`` with C conversion (NumPy's ``astype`` for supported pairs).
 
-    __slots__ = ("operand", "dtype")
+    ``check``: the floating-point error categories (``ufuncs.DIVIDE``... bits) the kernel reports
+    for this node, as NumPy's errstate in force at the call asked (0: none)."""
+
+    __slots__ = ("operand", "dtype", "check")
     _KEY = __slots__
 
-    def __init__(self, operand: Node, dtype: numpy.dtype) -> None:
+    def __init__(self, operand: Node, dtype: numpy.dtype, check: int = 0) -> None:
         self.operand = operand
         self.dtype = dtype
-        self._hash = hash((Cast, operand, dtype))
+        self.check = check
+        self._hash = hash((Cast, operand, dtype, check))
 
 
 class Apply(_Node):
-    """Output ``out_index`` of ``ufunc`` run with resolved ``loop`` dtypes (inputs then outputs)."""
+    """Output ``out_index`` of ``ufunc`` run with resolved ``loop`` dtypes (inputs then outputs).
 
-    __slots__ = ("ufunc", "loop", "operands", "out_index")
+    ``check``: the floating-point error categories the kernel reports for this call (see Cast);
+    a two-output ufunc reports them on output 0."""
+
+    __slots__ = ("ufunc", "loop", "operands", "out_index", "check")
     _KEY = __slots__
 
     def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Node, ...],
-                 out_index: int = 0) -> None:
+                 out_index: int = 0, check: int = 0) -> None:
         self.ufunc = ufunc
         self.loop = loop
         self.operands = operands
         self.out_index = out_index
-        self._hash = hash((Apply, ufunc, loop, operands, out_index))
+        self.check = check
+        self._hash = hash((Apply, ufunc, loop, operands, out_index, check))
 
     @property
     def dtype(self) -> numpy.dtype:
@@ -124,9 +132,19 @@ class Graph:
     scalars: tuple[numpy.dtype, ...]
     outputs: tuple[Node, ...]
     _hash: int = field(default=0, init=False, repr=False, compare=False)
+    #: the nodes that report floating-point errors, in kernel order: node k sets the flag bytes
+    #: 4k..4k+3 (npgpu/_fperr.py); filled in __post_init__
+    error_nodes: tuple[Apply | Cast, ...] = field(default=(), init=False, repr=False, compare=False)
+    #: per error node, the recorded call it reports for (a position in fusion's list of calls)
+    error_sources: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((self.inputs, self.scalars, self.outputs)))
+        errors = tuple(node for node in walk(self.outputs) if getattr(node, "check", 0))
+        if errors:
+            object.__setattr__(self, "error_nodes", errors)
+            if len(self.error_sources) != len(errors):
+                object.__setattr__(self, "error_sources", (0,) * len(errors))
 
     def __hash__(self) -> int:
         return self._hash
@@ -190,29 +208,39 @@ class GraphBuilder:
         dtype = numpy.dtype(dtype)
         return node if node.dtype == dtype else Cast(node, dtype)
 
-    def apply(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], *operands: Node) -> tuple[Node, ...]:
-        """All outputs of ``ufunc`` over ``operands`` (cast to the loop's input dtypes)."""
+    def apply(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], *operands: Node,
+              check: int = 0) -> tuple[Node, ...]:
+        """All outputs of ``ufunc`` over ``operands`` (cast to the loop's input dtypes); ``check``:
+        the error categories to report (on output 0)."""
         loop = tuple(numpy.dtype(dt) for dt in loop)
         if len(operands) != ufunc.nin or len(loop) != ufunc.nin + ufunc.nout:
             raise ValueError(f"{ufunc.__name__} takes {ufunc.nin} operands and {ufunc.nin + ufunc.nout} loop dtypes")
         if not _table.supports_loop(ufunc, loop):
             raise KeyError(f"no template for {ufunc.__name__} with loop {loop}")
         ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop[: ufunc.nin], strict=True))
-        return tuple(Apply(ufunc, loop, ops, k) for k in range(ufunc.nout))
+        return tuple(Apply(ufunc, loop, ops, k, check if k == 0 else 0) for k in range(ufunc.nout))
 
-    def apply_recorded(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: list[Node]) -> Node:
+    def apply_recorded(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: list[Node],
+                       check: int = 0) -> Node:
         """Output 0 of ``ufunc``: for a call already checked when it was recorded (``loop`` holds
         dtypes the table supports), so materializing a graph repeats no validation."""
         ops = tuple(op if op.dtype == dt else Cast(op, dt) for op, dt in zip(operands, loop))
-        return Apply(ufunc, loop, ops, 0)
+        return Apply(ufunc, loop, ops, 0, check)
 
     def select(self, cond: Node, a: Node, b: Node, dtype: numpy.dtype) -> Select:
         return Select(self.cast(cond, numpy.dtype(bool)), self.cast(a, dtype), self.cast(b, dtype))
 
-    def build(self, outputs: list[Node], out_dtypes: list[numpy.dtype] | None = None) -> Graph:
+    def build(self, outputs: list[Node], out_dtypes: list[numpy.dtype] | None = None, store_check: int = 0,
+              error_sources: tuple[int, ...] = ()) -> Graph:
+        """The graph; ``store_check``: error categories to report where an output's cast to its
+        ``out_dtypes`` entry can raise them (a narrowing float cast overflows)."""
         if out_dtypes is not None:
             outputs = [self.cast(node, dt) for node, dt in zip(outputs, out_dtypes, strict=True)]
-        return Graph(tuple(self.inputs), tuple(self.scalars), tuple(outputs))
+            if store_check:
+                outputs = [Cast(node.operand, node.dtype, check) if isinstance(node, Cast) and (
+                    check := store_check & _table.cast_error_categories(node.operand.dtype, node.dtype)) else node
+                    for node in outputs]
+        return Graph(tuple(self.inputs), tuple(self.scalars), tuple(outputs), error_sources=error_sources)
 
 
 def ufunc_graph(
@@ -221,18 +249,20 @@ def ufunc_graph(
     operand_kinds: tuple[str, ...],
     operand_dtypes: tuple[numpy.dtype, ...],
     out_dtypes: tuple[numpy.dtype, ...],
+    check: int = 0,
 ) -> Graph:
     """The one-node graph of an eager ufunc call.
 
     ``operand_kinds[i]`` is "array" or "scalar"; scalars are kernel arguments of
-    ``operand_dtypes[i]``; output k is stored as ``out_dtypes[k]`` (cast if needed).
+    ``operand_dtypes[i]``; output k is stored as ``out_dtypes[k]`` (cast if needed); ``check``:
+    the floating-point error categories to report (its loop's and its output casts').
     """
     b = GraphBuilder()
     ops: list[Node] = []
     for kind, dt in zip(operand_kinds, operand_dtypes, strict=True):
         ops.append(b.input(dt) if kind == "array" else b.scalar(dt))
-    outs = b.apply(ufunc, loop, *ops)
-    return b.build(list(outs), list(out_dtypes))
+    outs = b.apply(ufunc, loop, *ops, check=check & _table.error_categories(ufunc, loop))
+    return b.build(list(outs), list(out_dtypes), store_check=check)
 
 
 def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:

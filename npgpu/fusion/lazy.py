@@ -26,7 +26,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _native, _report
+from .. import _config, _fperr, _native, _report
 from .._array import DeviceArray
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from . import ufuncs as _table
@@ -51,13 +51,17 @@ class ScalarArg:
 
 
 class Pending:
-    """A recorded ufunc call whose operands are device arrays (pending or not) and scalars."""
+    """A recorded ufunc call whose operands are device arrays (pending or not) and scalars.
 
-    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes", "consumers", "code", "lasti")
+    ``errstate``: NumPy's errstate where the call was made (``_fperr.ErrState``), which its
+    floating-point errors follow whenever the graph runs."""
+
+    __slots__ = ("ufunc", "loop", "operands", "shape", "dtype", "nodes", "consumers", "code", "lasti", "errstate")
 
     def __init__(self, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], operands: tuple[Any, ...],
-                 shape: tuple[int, ...], nodes: int, frame: Any) -> None:
+                 shape: tuple[int, ...], nodes: int, frame: Any, errstate: _fperr.ErrState) -> None:
         self.ufunc = ufunc
+        self.errstate = errstate
         self.loop = loop
         self.operands = operands
         self.shape = shape
@@ -67,6 +71,7 @@ class Pending:
         # the user's call site, counted in the report once the call has run (after its launch)
         if frame is None:
             self.code = None
+            self.lasti = 0
         else:
             self.code = frame.f_code
             self.lasti = frame.f_lasti
@@ -139,9 +144,11 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
 
 
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
-           shape: tuple[int, ...], frame: Any = None, register: bool = True) -> Any:
-    """A pending device array for ``ufunc(*inputs)``; nothing runs yet. ``register=False``: the
-    caller materializes it at once (into ``out``), so no other thread may see it and run it first."""
+           shape: tuple[int, ...], frame: Any = None, register: bool = True, immediate: bool = True) -> Any:
+    """A pending device array for ``ufunc(*inputs)``; nothing runs yet, unless NumPy's errstate
+    here wants this call's floating-point errors at once (``immediate``: the caller
+    materializes the array itself right away). ``register=False``: the caller materializes it
+    at once (into ``out``), so no other thread may see it and run it first."""
     operands: Any = inputs  # a list once a scalar is wrapped
     nodes = 1
     first = second = None  # pending operands already counted (ufuncs here take at most 3 inputs)
@@ -172,8 +179,13 @@ def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
             if type(x) is DeviceArray and x._pending is not None:
                 materialize(x)
         nodes = 1
-    return _new_pending(Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame),
-                        backend, register)
+    errstate = _fperr.current()
+    array = _new_pending(Pending(ufunc, loop, operands if operands is inputs else tuple(operands), shape, nodes, frame,
+                                 errstate), backend, register)
+    if immediate and errstate.immediate and errstate.immediate & _table.error_categories(ufunc, loop):
+        # raise/call/print/log asked for this call's errors: they come now, inside the user's errstate
+        materialize(array)
+    return array
 
 
 def _new_pending(pending: Pending, backend: Any, register: bool = True) -> Any:
@@ -197,6 +209,9 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
     ``reflected``) with ``x`` a device array and ``y`` a device array of the same shape and
     backend or a Python float, its loop already resolved and fusible (in ``loops``, the
     dispatcher's cache). None when any of that isn't so: the general path then decides."""
+    errstate = _fperr.current()
+    if errstate.immediate:
+        return None  # (record materializes such a call at once)
     backend = x._backend
     xp = x._pending
     xs = xp or x._device_data  # (a Pending is always true)
@@ -235,11 +250,15 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
             nodes -= yp.nodes
         else:
             yp.consumers = 1
-    return _new_pending(Pending(ufunc, loop, (y, x) if reflected else (x, y), xs.shape, nodes, frame), backend)
+    return _new_pending(Pending(ufunc, loop, (y, x) if reflected else (x, y), xs.shape, nodes, frame, errstate),
+                        backend)
 
 
 def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) -> Any:
     """``record_binary``'s counterpart for ``ufunc(x)``."""
+    errstate = _fperr.current()
+    if errstate.immediate:
+        return None
     backend = x._backend
     xp = x._pending
     xs = xp or x._device_data
@@ -256,7 +275,7 @@ def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) 
             nodes = 1
         else:
             xp.consumers = 1
-    return _new_pending(Pending(ufunc, cached[0], (x,), xs.shape, nodes, frame), backend)
+    return _new_pending(Pending(ufunc, cached[0], (x,), xs.shape, nodes, frame, errstate), backend)
 
 
 def _count_sites(pendings: list[Pending]) -> None:
@@ -289,8 +308,8 @@ class _GraphState:
     """Turns a tree of pending arrays into an IR graph plus its launch operands.
 
     The walk writes a flat signature: one entry per leaf (its dtype; a leaf read twice is one
-    entry), per scalar (its dtype) and per ufunc call (ufunc, loop, operand positions). Equal
-    signatures give equal graphs, so the graph is built once per signature.
+    entry), per scalar (its dtype) and per ufunc call (ufunc, loop, operand positions, errstate).
+    Equal signatures give equal graphs, so the graph is built once per signature.
     """
 
     def __init__(self) -> None:
@@ -332,7 +351,7 @@ class _GraphState:
                     if position is None:
                         position = walk(o, inner, walk)
                 refs.append(position)
-            add((pending.ufunc, pending.loop, tuple(refs)))
+            add((pending.ufunc, pending.loop, tuple(refs), pending.errstate))
             add_pending(pending)
             position = seen[id(x)] = len(signature) - 1
             return position
@@ -350,14 +369,21 @@ class _GraphState:
         if graph is None:
             builder = GraphBuilder()
             nodes: list[Node] = []
+            calls: dict[Node, int] = {}  # node -> position of the (first) recorded call computing it
             for entry in key[:-1]:
                 if entry[0] == "input":
                     nodes.append(builder.input(entry[1]))
                 elif entry[0] == "scalar":
                     nodes.append(builder.scalar(entry[1]))
                 else:
-                    nodes.append(builder.apply_recorded(entry[0], entry[1], [nodes[i] for i in entry[2]]))
-            graph = builder.build([nodes[-1]], [out_dtype])
+                    ufunc, loop, refs, errstate = entry
+                    check = errstate.check & _table.error_categories(ufunc, loop)
+                    nodes.append(builder.apply_recorded(ufunc, loop, [nodes[i] for i in refs], check))
+                    calls.setdefault(nodes[-1], len(calls))
+            root = len(calls) - 1
+            graph = builder.build([nodes[-1]], [out_dtype], store_check=key[-2][3].check)
+            if graph.error_nodes:  # (a narrowing store reports for the root call)
+                object.__setattr__(graph, "error_sources", tuple(calls.get(n, root) for n in graph.error_nodes))
             if len(_GRAPHS) >= _GRAPHS_MAX:
                 _GRAPHS.pop(next(iter(_GRAPHS)), None)  # oldest first (another thread may have taken it)
             _GRAPHS[key] = graph
@@ -397,17 +423,23 @@ def materialize(array: Any, out: Any = None) -> None:
         backend = array._backend
         state = _GraphState()
         graph = state.graph(array, pending.dtype if out is None else out.dtype)
+        launch = _fperr.fused_launch(graph, state.pendings) if graph.error_nodes else None
         try:
-            result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
+            if launch is None:
+                result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out)
+            else:
+                result = backend.run_fused(graph, state.inputs, state.scalars, pending.shape, out, launch)
         except KernelBuildError as exc:
             result = _run_on_host(array, backend, graph, state, out, exc.reason)
-            started = None
+            started = launch = None
         # (two adjacent stores: no thread switch or signal comes between them)
         array._device_data = result
         array._pending = None
     _pending.discard(array)
     if started is not None:
         _launch_stats(state, result.nbytes, started)
+    if launch is not None:
+        _fperr.launched(backend, launch)
 
 
 def _host_result(array: Any, backend: Any, graph: Graph, state: _GraphState) -> numpy.ndarray:
@@ -596,8 +628,21 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
         if array._pending is None:
             return None
         graph = state.graph(array, acc_dtype)
+    errstate = _fperr.current()  # (the reduction runs now: the state here is the user's)
+    reduce_check = errstate.check & (_table.OVER | _table.INVALID) if op in ("add", "multiply") and \
+        acc_dtype.kind == "f" else 0
+    launch = None
     try:
-        native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
+        if graph.error_nodes or reduce_check:
+            launch = _fperr.fused_launch(graph, state.pendings)
+            if reduce_check:
+                launch = launch.extended("reduce", errstate)
+            native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes, launch,
+                                          reduce_check)
+        else:
+            native = backend.reduce_fused(graph, state.inputs, state.scalars, pending.shape, op, axes)
+        if native is not None and launch is not None:
+            _fperr.launched(backend, launch)
         if native is not None and divide:
             native = _divide(backend, native, count, result_dtype)
     except FALLBACK_FAULTS:  # the plain path materializes, then reduces (or falls back, counted)
@@ -623,10 +668,13 @@ def use_native(native: bool) -> None:
     """Record (and walk graphs) with the C functions, or with the Python ones."""
     global _walk_native, fast_record_binary, fast_record_unary
     speedups = _native.speedups if native else None
+    if speedups is not None and (_fperr._EXTOBJ is None or not hasattr(speedups, "configure_errstate")):
+        speedups = None  # (a NumPy without the errstate context variable, or an extension built before it)
     if speedups is None:
         _walk_native, fast_record_binary, fast_record_unary = None, record_binary, record_unary
     else:
         speedups.configure_fusion(DeviceArray, Pending, ScalarArg, _Ref, _forget, _refs, globals(), materialize)
+        speedups.configure_errstate(_fperr._EXTOBJ, _fperr.CACHE)
         _walk_native, fast_record_binary, fast_record_unary = (speedups.walk, speedups.record_binary,
                                                                speedups.record_unary)
     from .. import _array

@@ -471,3 +471,118 @@ def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str
 def typedefs(dialect: str) -> str:
     """The typedef block every generated kernel starts with."""
     return "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
+
+
+# -- floating-point errors ---------------------------------------------------------------------
+# NumPy's error categories, as the bits of its seterrcall flag (divide + 2*over + 4*under + 8*invalid).
+DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
+
+# When a NumPy loop raises a floating-point flag, as conditions over the operands {0}, {1}, the
+# result {r} (output 1 of a two-output ufunc: {r1}), in the loop's types; {MIN} is the smallest
+# value of a signed integer input type. Float loops raise IEEE's flags: divide by zero is an
+# exact infinity from finite operands, overflow a rounded one, invalid a NaN from non-NaN
+# operands (tests/test_errstate.py checks every entry against NumPy on special values). Integer
+# loops set NumPy's own: x // 0, x % 0 (divide), MIN // -1 (overflow). Underflow is not detected.
+_INF_1 = "(isinf({r}) && isfinite({0}))"
+_INF_2 = "(isinf({r}) && isfinite({0}) && isfinite({1}))"
+_NAN_2 = "(isnan({r}) && !isnan({0}) && !isnan({1}))"
+_BY_ZERO = "(isinf({r}) && isfinite({0}) && {1} == 0)"
+_QUOTIENT_OVER = "(isinf({r}) && isfinite({0}) && {1} != 0)"
+_ARITHMETIC = {OVER: _INF_2, INVALID: _NAN_2}
+_DIVISION = {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _NAN_2}
+# NumPy's float floor division also raises invalid where the quotient overflows (floor(inf) - inf)
+_FLOOR_INVALID = "(!isnan({0}) && !isnan({1}) && (isnan({r}) || (isinf({r}) && isfinite({0}) && {1} != 0)))"
+_POWER = {DIVIDE: "(isinf({r}) && {0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0 && isfinite({1}))",
+          INVALID: _NAN_2}
+_FLOAT_POWER = {**_POWER, DIVIDE: "(isinf({r}) && {0} == 0 && isfinite({1}))"}
+_INT_DIVISION = {DIVIDE: "({1} == 0)", OVER: "({1} == -1 && {0} == {MIN})"}
+_LOG = {DIVIDE: "({0} == 0)", INVALID: "({0} < 0)"}
+
+#: ufunc name -> {kinds of the loop's first input: {category: condition}}
+ERRORS: dict[str, dict[str, dict[int, str]]] = {
+    "add": {"f": _ARITHMETIC},
+    "subtract": {"f": _ARITHMETIC},
+    "multiply": {"f": _ARITHMETIC},
+    "divide": {"f": _DIVISION},
+    "true_divide": {"f": _DIVISION},
+    "floor_divide": {"i": _INT_DIVISION, "u": {DIVIDE: "({1} == 0)"},
+                     "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _FLOOR_INVALID}},
+    "remainder": {"iu": {DIVIDE: "({1} == 0)"}, "f": {INVALID: _NAN_2}},
+    "fmod": {"iu": {DIVIDE: "({1} == 0)"}, "f": {INVALID: _NAN_2}},
+    "divmod": {"i": _INT_DIVISION, "u": {DIVIDE: "({1} == 0)"},
+               "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER,
+                     INVALID: "(" + _FLOOR_INVALID + " || (isnan({r1}) && !isnan({0}) && !isnan({1})))"}},
+    "power": {"f": _POWER},
+    "float_power": {"f": _FLOAT_POWER},
+    "square": {"f": {OVER: _INF_1}},
+    "reciprocal": {"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"}},
+    "exp": {"f": {OVER: _INF_1}},
+    "exp2": {"f": {OVER: _INF_1}},
+    "expm1": {"f": {OVER: _INF_1}},
+    "sinh": {"f": {OVER: _INF_1}},
+    "cosh": {"f": {OVER: _INF_1}},
+    "rad2deg": {"f": {OVER: _INF_1}},
+    "degrees": {"f": {OVER: _INF_1}},
+    "log": {"f": _LOG},
+    "log2": {"f": _LOG},
+    "log10": {"f": _LOG},
+    "log1p": {"f": {DIVIDE: "({0} == -1)", INVALID: "({0} < -1)"}},
+    "sqrt": {"f": {INVALID: "({0} < 0)"}},
+    "sin": {"f": {INVALID: "isinf({0})"}},
+    "cos": {"f": {INVALID: "isinf({0})"}},
+    "tan": {"f": {INVALID: "isinf({0})"}},
+    "arcsin": {"f": {INVALID: "(fabs({0}) > 1)"}},
+    "arccos": {"f": {INVALID: "(fabs({0}) > 1)"}},
+    "arccosh": {"f": {INVALID: "({0} < 1)"}},
+    "arctanh": {"f": {DIVIDE: "(fabs({0}) == 1)", INVALID: "(fabs({0}) > 1)"}},
+    "hypot": {"f": {OVER: _INF_2}},
+    "nextafter": {"f": {OVER: _INF_2}},
+}
+
+#: A float cast to a narrower float overflows where a finite value becomes infinite.
+NARROWING_CAST_ERRORS = {OVER: _INF_1}
+
+#: Float loops whose result is never finite when operand i is not (inf or NaN in, inf or NaN
+#: out): an error upstream of such an operand shows in the result, so kernels test the final
+#: value's finiteness first and look at each operation only when that test fails.
+PROPAGATES_NONFINITE: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(("add", "subtract", "multiply", "hypot"), (0, 1)),
+    **dict.fromkeys(("divide", "true_divide", "floor_divide", "remainder", "fmod", "copysign", "negative",
+                     "positive", "absolute", "fabs", "square", "sqrt", "cbrt", "sin", "cos", "tan", "log", "log2",
+                     "log10", "log1p", "floor", "ceil", "trunc", "rint", "deg2rad", "radians", "rad2deg",
+                     "degrees", "sinh", "cosh", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh"), (0,)),
+}
+
+
+def error_table(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> dict[int, str]:
+    """{category: condition template} for ``ufunc``'s ``loop``: where NumPy raises which flag."""
+    entry = ERRORS.get(ufunc.__name__)
+    if entry is not None:
+        kind = loop[0].kind
+        for kinds, conditions in entry.items():
+            if kind in kinds:
+                return conditions
+    return {}
+
+
+def error_categories(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> int:
+    """The categories (bits) ``ufunc``'s ``loop`` can raise."""
+    mask = 0
+    for category in error_table(ufunc, loop):
+        mask |= category
+    return mask
+
+
+def cast_error_categories(src: numpy.dtype, dst: numpy.dtype) -> int:
+    """The categories a cast from ``src`` to ``dst`` can raise (a narrowing float cast overflows)."""
+    return OVER if src.kind == "f" and dst.kind == "f" and dst.itemsize < src.itemsize else 0
+
+
+def render_condition(template: str, operands: list[str], results: list[str], in_dtype: numpy.dtype,
+                     dialect: str) -> str:
+    """C text of an error condition of ERRORS over operand and result expressions."""
+    minimum = ""
+    if in_dtype.kind == "i":
+        minimum = f"(({ctype(in_dtype)})({int(numpy.iinfo(in_dtype).min) + 1}) - 1)"
+    text = template.format(*operands, r=results[0], r1=results[-1], MIN=minimum)
+    return _dialectize(text, DIALECTS[dialect], in_dtype)
