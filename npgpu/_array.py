@@ -283,7 +283,7 @@ class DeviceArray(NDArrayOperatorsMixin):
             if result is not _LIBRARY:
                 return result
             return _dispatch.on_host(ufunc, ufunc, inputs, kwargs)
-        for x in inputs + kwargs.get("out", ()) if kwargs else inputs:
+        for x in (inputs + kwargs.get("out", ()) + (kwargs.get("where"),)) if kwargs else inputs:
             if type(x) not in _OWN_TYPES and hasattr(x, "__array_ufunc__"):
                 if type(x).__array_ufunc__ is not None and not isinstance(x, (DeviceArray, numpy.ndarray,
                                                                               numpy.generic)):

@@ -5,10 +5,8 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -650,9 +648,6 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
-    if method == "__call__" and out is None and kwargs.get("where", True) is not True:
-        warnings.warn("'where' used without 'out', expect unitialized memory in output. If this is intentional, "
-                      "use out=None.", UserWarning, stacklevel=_user_stacklevel())
     try:
         if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
             return out[0]
@@ -668,18 +663,6 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside npgpu and NumPy."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
 
 
 def _zero_d_arrays(result: Any) -> Any:

@@ -46,11 +46,15 @@ class ErrState:
     ``immediate``: the categories whose mode needs the answer at once (raise, call, print, log).
     """
 
-    __slots__ = ("modes", "call", "check", "immediate")
+    __slots__ = ("modes", "call", "check", "immediate", "warning_context")
 
-    def __init__(self, modes: dict[str, str], call: Any) -> None:
+    def __init__(self, modes: dict[str, str], call: Any, warning_context: tuple[Any, ...] = ()) -> None:
         self.modes = {bit: modes[key] for bit, key, _ in CATEGORIES}
         self.call = call
+        #: Python's warning machinery where the call was made (``_warning_context()``): a warning
+        #: delivered later, outside a ``warnings.catch_warnings()`` block, is shown as it would have
+        #: been inside it (filtered, or recorded in its list), as NumPy's own warning was
+        self.warning_context = warning_context
         self.check = sum(bit for bit, mode in self.modes.items() if mode != "ignore") & DETECTED
         self.immediate = sum(bit for bit, mode in self.modes.items() if mode in _IMMEDIATE_MODES) & self.check
 
@@ -67,18 +71,28 @@ _INTERNED_MAX = 256
 CACHE: list[tuple[Any, ErrState]] = []
 
 
+_WARNINGS = warnings.__dict__  # (read by identity on every recording: filters and display hooks)
+
+
+def _warning_context() -> tuple[Any, Any, Any]:
+    """The objects a warnings.catch_warnings() block replaces: the filter list and the display hooks."""
+    return _WARNINGS.get("filters"), _WARNINGS.get("_showwarnmsg_impl"), _WARNINGS.get("showwarning")
+
+
 def _learn() -> ErrState:
     """The ErrState of NumPy's current errstate (and remember it as the last one seen)."""
     modes = numpy.geterr()
     call = numpy.geterrcall()
-    key = (*(modes[key] for _, key, _ in CATEGORIES), id(call))
+    context = _warning_context()
+    key = (*(modes[key] for _, key, _ in CATEGORIES), id(call), *map(id, context))
     state = _interned.get(key)
-    if state is None or state.call is not call:
+    if state is None or state.call is not call or any(a is not b for a, b in zip(state.warning_context, context)):
         if len(_interned) >= _INTERNED_MAX:
             _interned.pop(next(iter(_interned)))
-        state = _interned[key] = ErrState(modes, call)
+        state = _interned[key] = ErrState(modes, call, context)
     if _EXTOBJ is not None:
-        entry = (_EXTOBJ.get(), state)
+        # (the C recorder compares these items by identity: NumPy's context value, then the warnings')
+        entry = (_EXTOBJ.get(), state, *context)
         if not state.immediate:
             CACHE[0] = entry
         CACHE[1] = entry
@@ -86,16 +100,17 @@ def _learn() -> ErrState:
 
 
 def current() -> ErrState:
-    """NumPy's errstate in force here (a context-variable read and an identity test, when seen last)."""
+    """NumPy's errstate in force here (a context-variable read and identity tests, when seen last)."""
     if _EXTOBJ is not None:
         value = _EXTOBJ.get()
         last = CACHE[1]
-        if last[0] is value:
+        if (last[0] is value and last[2] is _WARNINGS.get("filters") and last[3] is _WARNINGS.get("_showwarnmsg_impl")
+                and last[4] is _WARNINGS.get("showwarning")):
             return last[1]
     return _learn()
 
 
-CACHE.extend([(None, ErrState(numpy.geterr(), None))] * 2)
+CACHE.extend([(None, ErrState(numpy.geterr(), None), None, None, None)] * 2)
 _learn()
 
 
@@ -299,7 +314,7 @@ def _handle(raised: int, label: str, state: ErrState, code: Any, offset: int) ->
         mode = state.modes[bit]
         message = f"{name} encountered in {label}"
         if mode == "warn":
-            _warn(message, code, offset)
+            _warn(message, code, offset, state.warning_context)
         elif mode == "raise":
             raise FloatingPointError(message)
         elif mode == "call":
@@ -320,9 +335,20 @@ _registries: dict[str, dict[Any, Any]] = {}
 _modules: dict[str, str | None] = {}
 
 
-def _warn(message: str, code: Any, offset: int) -> None:
+def _warn(message: str, code: Any, offset: int, context: tuple[Any, ...] = ()) -> None:
     """A RuntimeWarning attributed to the user's line (``code`` at byte ``offset``: where NumPy's
-    would be), else to the caller outside npgpu."""
+    would be), else to the caller outside npgpu; shown through the warning ``context`` of the
+    call (see ErrState.warning_context) when that differs from the one in force now."""
+    now = _warning_context()
+    if context and any(a is not b for a, b in zip(context, now)):
+        _WARNINGS["filters"], _WARNINGS["_showwarnmsg_impl"], _WARNINGS["showwarning"] = context
+        warnings._filters_mutated()  # type: ignore[attr-defined]
+        try:
+            _warn(message, code, offset)
+        finally:
+            _WARNINGS["filters"], _WARNINGS["_showwarnmsg_impl"], _WARNINGS["showwarning"] = now
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        return
     if code is None:
         warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
         return
@@ -337,9 +363,11 @@ def _warn(message: str, code: Any, offset: int) -> None:
 
 
 def _module_of(filename: str) -> str | None:
-    """The name of the loaded module from ``filename`` (what warning filters match), if any."""
+    """The name of the loaded module from ``filename`` (what warning filters match), if any; code
+    that comes from no file ("<string>" of python -c, "<ipython-input-1>") is __main__'s (without a
+    module name, warn_explicit drops warnings of such code)."""
     if filename not in _modules:
-        name = None
+        name = "__main__" if filename.startswith("<") else None
         for module_name, module in list(sys.modules.items()):
             if getattr(module, "__file__", None) == filename:
                 name = module_name

@@ -929,14 +929,16 @@ max_nodes(void)
  * errstate is the one _fperr.CACHE[0] holds (the last seen that needs no immediate answer); its
  * ErrState is what the Pending records. Anything else goes to the Python recorder, which learns. */
 static PyObject *r_errstate_var;   /* numpy._core.umath._extobj_contextvar */
-static PyObject *r_errstate_cache; /* _fperr.CACHE: a list whose item 0 is (context value, ErrState) */
+static PyObject *r_errstate_cache; /* _fperr.CACHE: item 0 is (context value, ErrState, filters, two hooks) */
+static PyObject *r_warnings_dict;  /* the warnings module's __dict__ (its filters and display hooks) */
+static const char *warning_names[3] = {"filters", "_showwarnmsg_impl", "showwarning"};
 
 static PyObject *
 configure_errstate(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *var, *cache;
-    if (!PyArg_ParseTuple(args, "OO!:configure_errstate", &var, &PyList_Type, &cache)) {
+    PyObject *var, *cache, *wdict;
+    if (!PyArg_ParseTuple(args, "OO!O!:configure_errstate", &var, &PyList_Type, &cache, &PyDict_Type, &wdict)) {
         return NULL;
     }
     if (!PyContextVar_CheckExact(var)) {
@@ -945,6 +947,7 @@ configure_errstate(PyObject *module, PyObject *args)
     }
     Py_XSETREF(r_errstate_var, Py_NewRef(var));
     Py_XSETREF(r_errstate_cache, Py_NewRef(cache));
+    Py_XSETREF(r_warnings_dict, Py_NewRef(wdict));
     Py_RETURN_NONE;
 }
 
@@ -964,8 +967,15 @@ recorded_errstate(PyObject **state)
     }
     if (PyList_GET_SIZE(r_errstate_cache) > 0) {
         PyObject *entry = PyList_GET_ITEM(r_errstate_cache, 0);
-        if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2 && PyTuple_GET_ITEM(entry, 0) == value) {
-            *state = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+        if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 5 && PyTuple_GET_ITEM(entry, 0) == value) {
+            int same = 1;  /* and the warning machinery the ErrState holds is the one in force */
+            for (int i = 0; i < 3 && same; i++) {
+                PyObject *now = PyDict_GetItemString(r_warnings_dict, warning_names[i]);  /* borrowed */
+                same = now == PyTuple_GET_ITEM(entry, 2 + i);
+            }
+            if (same) {
+                *state = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+            }
         }
     }
     Py_XDECREF(value);

@@ -78,15 +78,6 @@ def test_where_given_as_lists(xp):
     return a, c
 
 
-@differential()
-def test_where_without_out_warns(xp):
-    a = _arange(xp, 3)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        xp.add(a, 1, where=a > 0)
-    return [type(w.message).__name__ for w in caught]
-
-
 @pytest.mark.parametrize("exponent", [-1, [1, -1, 2], "array"])
 @differential()
 def test_integer_power_with_negative_exponents(xp, exponent):

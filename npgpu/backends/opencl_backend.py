@@ -93,6 +93,20 @@ class CLArray:
         return f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, offset={self.offset})"
 
 
+def _like(a: CLArray, dtype: Any, order: str, shape: Any) -> tuple[Any, Any, str, CLArray | None]:
+    """(shape, dtype, order, prototype) of a ``*_like`` call, NumPy's rules for a new ``shape``:
+    'A' follows the prototype's contiguity, 'K' its axes when the number of dimensions is the same."""
+    dtype = a.dtype if dtype is None else dtype
+    if shape is None:
+        return a.shape, dtype, order, a
+    shape = (int(shape),) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
+    if order == "A":
+        order = "F" if _is_f_contiguous(a) and not a.c_contiguous else "C"
+    elif order == "K" and len(shape) != a.ndim:
+        order = "C"
+    return shape, dtype, order, a if order == "K" else None
+
+
 def _memory_axes(shape: tuple[int, ...], order: str, like: CLArray | None) -> tuple[int, ...] | None:
     """The axes from outermost to innermost in memory for NumPy's ``order``; None for C order."""
     ndim = len(shape)
@@ -1378,23 +1392,25 @@ class OpenCLBackend(Backend):
 
     # -- layout and data movement --------------------------------------------
     def reshape(self, a: CLArray, shape: Any, order: str = "C", copy: bool | None = None) -> CLArray:
-        """A view when NumPy would give one, else a C-contiguous copy (``copy``: NumPy's)."""
-        if order != "C":
-            raise NotImplementedError("opencl backend: reshape with order other than 'C'")
+        """A view when NumPy would give one, else a copy (``order`` 'C' or 'F', ``copy``: NumPy's)."""
+        if order not in ("C", "F"):
+            raise NotImplementedError(f"opencl backend: reshape with order {order!r}")  # (supports_function: no)
         # the new shape, with NumPy's errors and -1 resolved, from zero-byte items (no allocation)
         new_shape = numpy.reshape(numpy.empty(a.shape, _NO_BYTES), shape).shape
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        view = None
         try:
-            view = numpy.reshape(dummy, new_shape, copy=False)
+            view = None if copy else numpy.reshape(dummy, new_shape, order=order, copy=False)
         except ValueError:
             if copy is False:
                 raise
-            c = self.copy(a)
-            return CLArray(self, c.data, new_shape, a.dtype)
-        if copy:
-            c = self.copy(a)
-            return CLArray(self, c.data, new_shape, a.dtype)
-        return a.view(view.shape, view.strides, a.offset)
+        if view is not None:
+            return a.view(view.shape, view.strides, a.offset)
+        # a copy laid out in the reading order, which NumPy's reshape of it views
+        contiguous = self._copy_ordered(a, a.dtype, order)
+        view = numpy.reshape(as_strided(numpy.zeros(1, a.dtype), a.shape, contiguous.strides, writeable=False),
+                             new_shape, order=order, copy=False)
+        return CLArray(self, contiguous.data, view.shape, a.dtype, view.strides, contiguous.offset)
 
     def ravel(self, a: CLArray, order: str = "C") -> CLArray:
         if order != "C":
@@ -1448,22 +1464,20 @@ class OpenCLBackend(Backend):
         return self.full(shape, 1, dtype, order)
 
     def empty_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.empty_ordered(a.shape if shape is None else shape, a.dtype if dtype is None else dtype, order,
-                                  a if shape is None else None)
+        return self.empty_ordered(*_like(a, dtype, order, shape))
 
     def zeros_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.zeros(a.shape if shape is None else shape, a.dtype if dtype is None else dtype, order,
-                          a if shape is None else None)
+        return self.zeros(*_like(a, dtype, order, shape))
 
     def ones_like(self, a: CLArray, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None):
-        return self.full(a.shape if shape is None else shape, 1, a.dtype if dtype is None else dtype, order,
-                         a if shape is None else None)
+        new_shape, new_dtype, new_order, like = _like(a, dtype, order, shape)
+        return self.full(new_shape, 1, new_dtype, new_order, like)
 
     def full_like(
         self, a: CLArray, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None
     ) -> CLArray:
-        return self.full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype, order,
-                         a if shape is None else None)
+        new_shape, new_dtype, new_order, like = _like(a, dtype, order, shape)
+        return self.full(new_shape, fill_value, new_dtype, new_order, like)
 
     def fill(self, a: CLArray, value: Any) -> None:
         """``a[...] = value`` for a scalar (NumPy's conversion rules for the value)."""
@@ -2301,9 +2315,12 @@ def _supports_function(
         dtypes = ()
     elif func is numpy.imag:
         return False  # the imaginary part of a real array: NumPy's read-only zeros
-    if func in (numpy.concatenate, numpy.stack) and not isinstance(args[0] if args else kwargs.get("arrays"),
-                                                                    (list, tuple)):
-        return False  # an array given as the sequence of arrays: NumPy's to split into its rows
+    if func in (numpy.concatenate, numpy.stack):
+        arrays = args[0] if args else kwargs.get("arrays")
+        if not isinstance(arrays, (list, tuple)) or not all(map(_array_operand, arrays)):
+            return False  # an array as the sequence (NumPy splits it into rows), or numbers among the arrays
+    elif func in _VIEW_FUNCTIONS and not (args and _native_or_device(args[0])):
+        return False  # a list of arrays where the array goes: NumPy makes the array first
     if func in (numpy.split, numpy.array_split):
         sections = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
         if not isinstance(sections, (int, numpy.integer, list, tuple)):
@@ -2344,8 +2361,8 @@ def _supports_function(
     if func in (numpy.reshape, numpy.ravel):
         position = 1 if func is numpy.ravel else 2
         order = args[position] if len(args) > position else kwargs.get("order", "C")
-        if order != "C":
-            return False  # Fortran (or A/K) order: NumPy's
+        if order not in (("C", "F") if func is numpy.reshape else ("C",)):
+            return False  # ravel in Fortran (or A/K) order, reshape in A: NumPy's
     if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
         return False
     if func is numpy.ndarray.view:
@@ -2357,8 +2374,8 @@ def _supports_function(
     if func is numpy.clip:
         if "min" in kwargs or "max" in kwargs:
             return False
-        if (len(args) > 1 or "a_min" in kwargs) and len(args) < 3 and "a_max" not in kwargs:
-            return False  # one bound given as a_min: NumPy's TypeError (a_max missing)
+        if (len(args) > 1 or "a_min" in kwargs) != (len(args) > 2 or "a_max" in kwargs):
+            return False  # one of a_min and a_max given: NumPy's TypeError (the other is missing)
         bounds = [args[i] if len(args) > i else kwargs.get(("a_min", "a_max")[i - 1]) for i in (1, 2)]
         try:
             loop = numpy._core.umath.clip.resolve_dtypes(

@@ -674,7 +674,7 @@ def use_native(native: bool) -> None:
         _walk_native, fast_record_binary, fast_record_unary = None, record_binary, record_unary
     else:
         speedups.configure_fusion(DeviceArray, Pending, ScalarArg, _Ref, _forget, _refs, globals(), materialize)
-        speedups.configure_errstate(_fperr._EXTOBJ, _fperr.CACHE)
+        speedups.configure_errstate(_fperr._EXTOBJ, _fperr.CACHE, _fperr._WARNINGS)
         _walk_native, fast_record_binary, fast_record_unary = (speedups.walk, speedups.record_binary,
                                                                speedups.record_unary)
     from .. import _array
