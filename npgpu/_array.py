@@ -285,9 +285,12 @@ class DeviceArray(NDArrayOperatorsMixin):
             return _dispatch.on_host(ufunc, ufunc, inputs, kwargs)
         for x in (inputs + kwargs.get("out", ()) + (kwargs.get("where"),)) if kwargs else inputs:
             if type(x) not in _OWN_TYPES and hasattr(x, "__array_ufunc__"):
-                if type(x).__array_ufunc__ is not None and not isinstance(x, (DeviceArray, numpy.ndarray,
-                                                                              numpy.generic)):
+                override = type(x).__array_ufunc__
+                if override is not None and not isinstance(x, (DeviceArray, numpy.ndarray, numpy.generic)):
                     return NotImplemented
+                if type(x) is not DeviceArray and isinstance(x, numpy.ndarray) and \
+                        override is not numpy.ndarray.__array_ufunc__:
+                    return NotImplemented  # an ndarray subclass with its own override decides first (NEP 13)
         frame, library = _caller()
         if library:
             return _dispatch.on_host(ufunc, getattr(ufunc, method) if method != "__call__" else ufunc, inputs, kwargs)

@@ -567,6 +567,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         if result is not NotImplemented:
             return result
     call = uf if method == "__call__" else getattr(uf, method)
+    if method == "__call__" and "where" in kwargs and "out" not in kwargs and len(inputs) <= uf.nin:
+        # NumPy drops out=None before calling __array_ufunc__, so whether the caller gave it is unknown:
+        # the host calls below get it, and never warn "'where' used without 'out'" (see the README)
+        kwargs = {**kwargs, "out": None}
     if method == "__call__" and len(inputs) > uf.nin:  # outputs given positionally
         if "out" in kwargs:
             raise TypeError("cannot specify 'out' as both a positional and keyword argument")

@@ -12,6 +12,29 @@ from typing import Any, ClassVar
 
 import numpy
 
+#: NumPy functions (and ndarray methods) -> positional index of their dtype argument (counting the
+#: array for methods and *_like)
+DTYPE_POSITION: dict[Any, int] = {
+    numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
+    numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.logspace: 5, numpy.eye: 3,
+    numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
+    numpy.prod: 2, numpy.nansum: 2, numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2,
+    numpy.cumsum: 2, numpy.cumprod: 2,
+}
+
+
+def dtype_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The dtype a call asks for, positional or keyword: a numpy.dtype, None when not given, False
+    when it is not one a backend should interpret (NumPy judges it)."""
+    position = DTYPE_POSITION.get(func)
+    value = args[position] if position is not None and len(args) > position else kwargs.get("dtype")
+    if value is None:
+        return None
+    try:
+        return numpy.dtype(value)
+    except TypeError:
+        return False
+
 
 def native_numeric(dtype: Any) -> bool:
     """A bool, integer, float or complex dtype in native byte order (a Python scalar type, which

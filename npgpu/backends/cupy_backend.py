@@ -21,7 +21,7 @@ import numpy
 
 from .. import _errors, _fperr
 from ..fusion import ufuncs as _table
-from .base import Backend, native_numeric
+from .base import Backend, dtype_argument, native_numeric
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
 # Checked against numpy.testing.overrides in tests/test_registry.py; a name missing from the
@@ -208,8 +208,8 @@ class ArrayModuleBackend(Backend):
     ) -> bool:
         if func not in self.functions or not self.supports_dtypes(dtypes):
             return False
-        target = args[1] if func is numpy.ndarray.astype and len(args) > 1 else kwargs.get("dtype")
-        if target is not None and not self.supports_dtypes((numpy.dtype(target),)):
+        target = dtype_argument(func, args, kwargs)
+        if target is False or (target is not None and not self.supports_dtypes((target,))):
             return False
         if func is numpy.ndarray.view and _views_as_class(args, kwargs):
             return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)

@@ -25,7 +25,7 @@ from .. import _fperr
 from .._errors import DeviceLostError, DeviceMemoryError, KernelBuildError
 from ..fusion import codegen, ir
 from ..fusion import ufuncs as _table
-from .base import Backend
+from .base import Backend, dtype_argument
 
 _PY_SCALARS = (bool, int, float, complex)
 _NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
@@ -2258,28 +2258,14 @@ _COMPLEX_FUNCS = frozenset({
     numpy.concatenate, numpy.stack, numpy.split, numpy.array_split, numpy.real, numpy.imag, numpy.ndarray.view,
     *_VIEW_FUNCTIONS, numpy.broadcast_arrays,
 })
-#: positional index of the dtype argument (counting the array for methods and *_like)
-_DTYPE_POSITION: dict[Callable[..., Any], int] = {
-    numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
-    numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.eye: 3, numpy.identity: 1,
-    numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2, numpy.prod: 2, numpy.nansum: 2,
-    numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2, numpy.cumsum: 2,
-    numpy.cumprod: 2,
-}
-
-
 def _target_dtype(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The dtype a call asks for (None: not given; False: not a dtype this side should interpret)."""
-    pos = _DTYPE_POSITION.get(func)
-    value = args[pos] if pos is not None and len(args) > pos else kwargs.get("dtype")
+    value = dtype_argument(func, args, kwargs)
     if value is None and func in (numpy.full, numpy.full_like) and len(args) > 1:
-        value = numpy.asarray(args[1]).dtype if not _native_or_device(args[1]) else None
-    if value is None:
-        return None
-    try:
-        return numpy.dtype(value)
-    except TypeError:
-        return False
+        return numpy.asarray(args[1]).dtype if not _native_or_device(args[1]) else None
+    return value
+
+
 _NEEDS_FLOAT = frozenset({numpy.nanmax, numpy.nanmin, numpy.nanmean})
 
 
