@@ -29,6 +29,10 @@ _NEVER_DATA = frozenset({DeviceArray, int, float, bool, type(None), str, numpy.n
 #: split points and tile counts (a backend takes them as Python sequences, never as device arrays).
 HOST_VALUES = frozenset({"indices_or_sections", "reps", "shape", "newshape"})
 
+#: Functions whose list arguments are host values, not array data: einsum's sublist form
+#: (``np.einsum(a, [0, 1])``, ``[Ellipsis]``), which its dispatcher lists among the operands.
+LISTS_ARE_VALUES = frozenset({numpy.einsum})
+
 
 def is_data(x: Any) -> bool:
     """Whether ``x`` is array data NumPy would convert: a list or tuple of numbers (or of such
@@ -203,7 +207,7 @@ def function_arguments(func: Any, args: tuple[Any, ...],
                            for p, v in (*enumerate(args), *kwargs.items())):
         args = tuple(v.tolist() if type(v) is DeviceArray and i in host_values else v for i, v in enumerate(args))
         kwargs = {k: v.tolist() if type(v) is DeviceArray and k in host_values else v for k, v in kwargs.items()}
-    if not hasattr(func, "_implementation"):  # not dispatched through __array_function__
+    if not hasattr(func, "_implementation") or func in LISTS_ARE_VALUES:  # (nothing to convert)
         return args, kwargs
     for value in (*args, *kwargs.values()):
         if type(value) not in _NEVER_DATA and _needs_look(value):
