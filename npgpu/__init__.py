@@ -56,7 +56,7 @@ def sync() -> None:
     (not yet queued) work stays theirs to run."""
     from . import _fperr
     from .backends import _instances  # (already imported: a module attribute lookup, not an import)
-    from .fusion import lazy
+    from .lazy import materialize as lazy
 
     if lazy._pending:
         lazy.flush_thread()

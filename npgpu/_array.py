@@ -259,7 +259,7 @@ class DeviceArray(NDArrayOperatorsMixin):
     def _native(self) -> Any:
         """The backend array, computing a pending expression first."""
         if self._device_data is None:
-            from .fusion.lazy import materialize
+            from .lazy.materialize import materialize
 
             materialize(self)
         return self._device_data

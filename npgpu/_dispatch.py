@@ -17,7 +17,8 @@ from . import _config, _fperr, _operands, _placement, _report
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import _place_result, fallback, holds_device_array, notify, run_on_host, to_host_tree
-from .fusion import lazy as _lazy
+from .lazy import materialize as _lazy
+from .lazy import recorder as _recorder
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
 # Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
@@ -505,7 +506,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             operands = tuple(k for k in key if isinstance(k, numpy.dtype))
             supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
             # (integer powers are checked for negative exponents before they run: not recorded by the C path)
-            fusible = _lazy.can_fuse(backend, uf, loop, operands) and not _integer_power(uf, loop)
+            fusible = _recorder.can_fuse(backend, uf, loop, operands) and not _integer_power(uf, loop)
             cached = _LOOPS[cache_key] = (loop, bool(supported), fusible)
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
@@ -520,7 +521,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     if uf is numpy.power and _integer_power(uf, loop):
         _check_integer_exponents(inputs[1])
     if fusion and fusible and shape:  # (a 0-d result is NumPy's scalar: computed at once, not recorded)
-        return _lazy.record(uf, loop, inputs, backend, shape, frame)
+        return _recorder.record(uf, loop, inputs, backend, shape, frame)
     if not supported:
         return NotImplemented
     try:
@@ -694,7 +695,7 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
         return False
     target = out[0]
     operands = tuple(x.dtype for x in inputs if type(x) is DeviceArray)
-    if target._backend is not backend or not _lazy.can_fuse(backend, uf, loop, operands + (target.dtype,)):
+    if target._backend is not backend or not _recorder.can_fuse(backend, uf, loop, operands + (target.dtype,)):
         return False
     if loop[uf.nin] != target.dtype and not numpy.can_cast(loop[uf.nin], target.dtype, "same_kind"):
         return False
@@ -705,7 +706,7 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     shape = _broadcast_check(inputs)
     if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
         return False
-    array = _lazy.record(uf, loop, inputs, backend, target.shape, register=False,  # (no other thread runs it)
+    array = _recorder.record(uf, loop, inputs, backend, target.shape, register=False,  # (no other thread runs it)
                          immediate=False)
     if _lazy.reads_overlapping(array, backend, destination):
         _lazy.discard(array)
@@ -749,5 +750,5 @@ def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options
 __all__ = ["function", "ufunc", "to_host", "to_host_tree", "upload", "wrap"]
 
 _array_module._dispatch = sys.modules[__name__]
-_array_module._record_binary, _array_module._record_unary = _lazy.fast_record_binary, _lazy.fast_record_unary
+_array_module._record_binary, _array_module._record_unary = _recorder.fast_record_binary, _recorder.fast_record_unary
 _array_module._LOOPS = _LOOPS

@@ -15,7 +15,7 @@ import numpy
 from . import _config, _placement, _report
 from ._array import DeviceArray
 from ._errors import DeviceMemoryError, FallbackError, FallbackWarning
-from .fusion import lazy as _lazy
+from .lazy import materialize as _lazy
 
 logger = logging.getLogger("npgpu")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy
 
-from .fusion.ufuncs import DIVIDE, INVALID, OVER, UNDER
+from .kernels.ufuncs import DIVIDE, INVALID, OVER, UNDER
 
 # (category bit, NumPy's errstate key, the error's name in NumPy's messages), in NumPy's order
 CATEGORIES = ((DIVIDE, "divide", "divide by zero"), (OVER, "over", "overflow"), (UNDER, "under", "underflow"),
@@ -142,7 +142,7 @@ def graph_labels(graph: Any) -> tuple[str, ...]:
     """The name NumPy's message gives each error node of ``graph`` (cached on the graph)."""
     labels = graph.__dict__.get("_error_labels")
     if labels is None:
-        from .fusion.ir import Apply
+        from .kernels.ir import Apply
 
         found = []
         for node in graph.error_nodes:

@@ -18,8 +18,8 @@ import pytest
 import npgpu
 from npgpu import _fperr
 from npgpu._array import DeviceArray
-from npgpu.fusion import codegen, ir
-from npgpu.fusion import ufuncs as table
+from npgpu.kernels import codegen, ir
+from npgpu.kernels import ufuncs as table
 from npgpu.testing import assert_same, backend_context
 
 
@@ -289,7 +289,7 @@ def test_warning_names_the_users_line(device_backend: str) -> None:
 
 def test_warnings_wait_for_a_synchronization_point(device_backend: str) -> None:
     """Deferred warnings: none at the recording or the launch, all at the next download."""
-    from npgpu.fusion import lazy
+    from npgpu.lazy import materialize as lazy
 
     with backend_context(device_backend), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -318,7 +318,7 @@ def test_warnings_as_errors_reach_the_user(device_backend: str) -> None:
 
 def test_ignored_categories_are_not_checked(device_backend: str) -> None:
     """Under all='ignore' fused graphs carry no checks (the kernel is the unchecked one)."""
-    from npgpu.fusion import lazy
+    from npgpu.lazy import materialize as lazy
 
     with backend_context(device_backend):
         x = _dev(npgpu, [1.0, 2.0])
@@ -408,7 +408,7 @@ def test_kernel_tests_finiteness_once_per_surviving_value() -> None:
 
 def test_flags_are_read_once_per_synchronization(device_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Default state: launches don't read their flags; the next download reads them all at once."""
-    from npgpu.fusion import lazy
+    from npgpu.lazy import materialize as lazy
 
     reads = []
     with backend_context(device_backend):
@@ -540,7 +540,7 @@ def test_many_chunks(npgpu_backend: str, case: str, special: str) -> None:
 def test_a_full_flag_buffer_is_read_early(device_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """More launches between synchronizations than the flag buffer holds: it is read when full,
     and every warning still comes, in order."""
-    from npgpu.fusion import lazy
+    from npgpu.lazy import materialize as lazy
 
     monkeypatch.setattr(_fperr, "BUFFER_BYTES", 3 * _fperr.SLOT_BYTES)
     with backend_context(device_backend), warnings.catch_warnings(record=True) as caught:

@@ -21,7 +21,7 @@ import npgpu
 from npgpu import _errors
 from npgpu.backends import get_backend
 from npgpu.backends.cupy_backend import _StagingWorkers
-from npgpu.fusion import codegen
+from npgpu.kernels import codegen
 
 SMALL_DEVICE = 1 << 20  # bytes one array may take on the "small device" of these tests
 

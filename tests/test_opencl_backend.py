@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("pyopencl")
 
 from npgpu.backends.opencl_backend import CLArray, OpenCLBackend  # noqa: E402
-from npgpu.fusion import codegen, ir  # noqa: E402
-from npgpu.fusion import ufuncs as table  # noqa: E402
+from npgpu.kernels import codegen, ir  # noqa: E402
+from npgpu.kernels import ufuncs as table  # noqa: E402
 
 pytestmark = pytest.mark.opencl
 

@@ -20,6 +20,8 @@ import pytest
 
 import npgpu
 from npgpu import _namespace
+from npgpu.lazy import materialize as lazy_materialize
+from npgpu.lazy import recorder as lazy_recorder
 
 pytestmark = pytest.mark.skipif(not npgpu.native_wrappers(), reason="npgpu._speedups is not built here")
 
@@ -273,16 +275,14 @@ def _chain(a, n):
 
 @pytest.fixture(params=[True, False], ids=["native", "python"])
 def recorder(request):
-    from npgpu.fusion import lazy
 
-    lazy.use_native(request.param)
+    lazy_recorder.use_native(request.param)
     yield request.param
-    lazy.use_native(True)
+    lazy_recorder.use_native(True)
 
 
 def _recorded(name, backend):
     """E(a, b, c) recorded on ``backend``: (walk key by the Python walk, values, dtype, report)."""
-    from npgpu.fusion import lazy
 
     rng = numpy.random.default_rng(7)
     host = [rng.random(64) for _ in range(3)]
@@ -292,7 +292,7 @@ def _recorded(name, backend):
         result = EXPRESSIONS[name](npgpu, a, b, c)
         key = None
         if result._pending is not None:
-            state = lazy._GraphState()
+            state = lazy_materialize._GraphState()
             state._walk(result)
             key = (tuple(state.signature), [p.nodes for p in state.pendings])
         values = numpy.asarray(result)
@@ -304,19 +304,18 @@ def _recorded(name, backend):
 
 @pytest.mark.parametrize("name", EXPRESSIONS)
 def test_native_recorder_records_what_the_python_one_does(device_backend, name):
-    from npgpu.fusion import lazy
 
     reason = npgpu.backends.unavailable_reason(device_backend)
     if reason:
         pytest.skip(reason)
     try:
-        lazy.use_native(False)
+        lazy_recorder.use_native(False)
         expected = _recorded(name, device_backend)
-        lazy.use_native(True)
-        assert lazy.fast_record_binary is _namespace._speedups.record_binary
+        lazy_recorder.use_native(True)
+        assert lazy_recorder.fast_record_binary is _namespace._speedups.record_binary
         got = _recorded(name, device_backend)
     finally:
-        lazy.use_native(True)
+        lazy_recorder.use_native(True)
     assert got[0] == expected[0]
     assert got[1].dtype == expected[1].dtype
     numpy.testing.assert_array_equal(got[1], expected[1])
@@ -334,14 +333,13 @@ def test_operators_are_fronted_in_c_only_with_the_native_recorder(recorder):
 
 @pytest.mark.parametrize("name", EXPRESSIONS)
 def test_native_walk_matches_python_walk(recorder, name):
-    from npgpu.fusion import lazy
 
     rng = numpy.random.default_rng(3)
     with npgpu.enable("emulated", threshold=0):
         a, b, c = (npgpu.asarray(rng.random(32)) for _ in range(3))
         result = EXPRESSIONS[name](npgpu, a, b, c)
         assert result._pending is not None  # every expression here is recorded
-        python = lazy._GraphState()
+        python = lazy_materialize._GraphState()
         python._walk(result)
         key, inputs, scalars, pendings = _namespace._speedups.walk(result, numpy.dtype("f8"))
         assert key == (*python.signature, numpy.dtype("f8"))

@@ -14,7 +14,7 @@ import pytest
 from threads_workload import run_in_threads, run_tasks, run_threads
 
 import npgpu
-from npgpu.fusion import lazy
+from npgpu.lazy import materialize as lazy
 
 #: NPGPU_STRESS_ROUNDS=n repeats each stress run n times (default 1).
 ROUNDS = int(os.environ.get("NPGPU_STRESS_ROUNDS", "1"))

@@ -19,7 +19,7 @@ import cupy
 import numpy
 
 import npgpu
-from npgpu.fusion import lazy
+from npgpu.lazy import materialize as lazy
 
 
 def e8_of(xp, a, b, c):

@@ -115,7 +115,7 @@ class Backend:
         """True for work this device does slower than NumPy (placement then keeps it on the host)."""
         return False
 
-    # -- fusion (npgpu/fusion/lazy.py) ---------------------------------------
+    # -- fusion (npgpu/lazy/) ---------------------------------------
     @property
     def supports_fusion(self) -> bool:
         """Backends with an elementwise launcher for IR graphs (``run_elementwise``) fuse."""

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import numpy
 
 from .. import _errors, _fperr
-from ..fusion import ufuncs as _table
+from ..kernels import ufuncs as _table
 from .base import Backend, dtype_argument, native_numeric
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
@@ -771,7 +771,7 @@ class CupyBackend(ArrayModuleBackend):
         iterations such as ``z = z**2 + c`` amplify (NPBench mandelbrot1 differed by 1.7e-2)."""
         z = inputs[0]
         if ufunc is numpy.power and self.is_native(z) and z.dtype.kind == "f":
-            # NumPy's loop special-cases a constant exponent (npgpu/fusion/ufuncs.py, CONSTANT_OPERAND)
+            # NumPy's loop special-cases a constant exponent (npgpu/kernels/ufuncs.py, CONSTANT_OPERAND)
             special = _CONSTANT_POWER.get(inputs[1]) if isinstance(inputs[1], (int, float, numpy.floating)) else None
             return None if special is None else getattr(self.xp, special)(z)
         if not (self.is_native(z) and z.dtype.kind == "c"):
@@ -831,7 +831,7 @@ class CupyBackend(ArrayModuleBackend):
         ``uint64 npg_errp, int64 npg_err_off``. A reduction's slot (after the graph's) holds
         whole-launch flags: a reduced value was not finite / NaN (bytes 0, 1, set here), a result
         was inf / NaN (bytes 2, 3: npg_reduced in the post-map step); see _fperr.Launch."""
-        from ..fusion import codegen, ufuncs
+        from ..kernels import codegen, ufuncs
 
         ins = [f"in{i}" for i in range(len(graph.inputs))]
         scs = [f"s{j}" for j in range(len(graph.scalars))]
@@ -894,9 +894,9 @@ class CupyBackend(ArrayModuleBackend):
 
     def _eager_errors(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], result: Any) -> None:
         """CuPy's ufuncs detect no floating-point errors: where NumPy's errstate here asks for this
-        ufunc's, one more kernel applies the ufunc table's conditions (npgpu/fusion/ufuncs.py,
+        ufunc's, one more kernel applies the ufunc table's conditions (npgpu/kernels/ufuncs.py,
         ERRORS) to the operands and the result, and its flags are reported as a fused kernel's."""
-        from ..fusion import codegen, ir, ufuncs
+        from ..kernels import codegen, ir, ufuncs
 
         state = _fperr.current()
         if not state.check or ufunc.__name__ not in ufuncs.ERRORS:
@@ -1035,7 +1035,7 @@ class CupyBackend(ArrayModuleBackend):
         were computed first by the dispatcher). Each element is then read and written by the
         same thread, read first, so the ``__restrict__`` read-only loads never see a value that
         this kernel has written."""
-        from ..fusion import ufuncs
+        from ..kernels import ufuncs
 
         itemsize = max(numpy.dtype(dt).itemsize for dt in (*graph.inputs, graph.out_dtypes[0]))
         unroll = max(1, self.UNROLL_BYTES // itemsize)
@@ -1192,7 +1192,7 @@ def _evaluate(graph: Any, inputs: list[Any], scalars: list[Any], flags: tuple[nu
     """Values of an IR graph's outputs computed with NumPy, node by node; with ``flags`` (a flag
     buffer and this launch's offset), the categories each error node checks are set where NumPy
     raised them, as a kernel sets them (npgpu/_fperr.py)."""
-    from ..fusion.ir import walk
+    from ..kernels.ir import walk
 
     values: dict[Any, Any] = {}
     slots = {node: k for k, node in enumerate(graph.error_nodes)} if flags is not None else {}
@@ -1228,7 +1228,7 @@ class _raised:
 
 def _evaluate_nodes(nodes: list[Any], values: dict[Any, Any], inputs: list[Any], scalars: list[Any],
                     slots: dict[Any, int] | None = None, flags: tuple[numpy.ndarray, int] | None = None) -> None:
-    from ..fusion.ir import Apply, Cast, Input, Scalar, Select
+    from ..kernels.ir import Apply, Cast, Input, Scalar, Select
 
     for node in nodes:
         if isinstance(node, Input):

@@ -1,6 +1,6 @@
 """The OpenCL backend: NumPy semantics on any OpenCL device (GPUs, or the CPU through PoCL).
 
-Kernels are generated from npgpu.fusion's table; this is the only module importing pyopencl.
+Kernels are generated from npgpu.kernels.ufuncs; this is the only module importing pyopencl.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import _fperr
 from .._errors import DeviceLostError, DeviceMemoryError, KernelBuildError
-from ..fusion import codegen, ir
-from ..fusion import ufuncs as _table
+from ..kernels import codegen, ir
+from ..kernels import ufuncs as _table
 from .base import Backend, dtype_argument
 
 _PY_SCALARS = (bool, int, float, complex)

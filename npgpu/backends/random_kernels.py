@@ -280,7 +280,7 @@ def opencl_streams(backend: Any) -> frozenset[str]:
 
 
 def _opencl_kernel(backend: Any, name: str) -> Any:
-    from ..fusion import codegen
+    from ..kernels import codegen
 
     text = source(name, "opencl")
     if backend.is_cpu:

@@ -1,0 +1,1 @@
+"""Fusion: the recorder, the registry of pending arrays and materialization (see materialize.py)."""
