@@ -65,6 +65,7 @@ class ErrState:
 
 _interned: dict[tuple[Any, ...], ErrState] = {}
 _INTERNED_MAX = 256
+_INTERN_LOCK = threading.Lock()
 #: [(context value, its ErrState) of the last state seen whose mode is only warn or ignore,
 #:  (context value, ErrState) of the last state seen]: the C recorder reads entry 0 (a state that
 #:  needs no immediate answer records as the default does); entries are replaced whole.
@@ -87,9 +88,10 @@ def _learn() -> ErrState:
     key = (*(modes[key] for _, key, _ in CATEGORIES), id(call), *map(id, context))
     state = _interned.get(key)
     if state is None or state.call is not call or any(a is not b for a, b in zip(state.warning_context, context)):
-        if len(_interned) >= _INTERNED_MAX:
-            _interned.pop(next(iter(_interned)))
-        state = _interned[key] = ErrState(modes, call, context)
+        with _INTERN_LOCK:  # (threads learn states at once: the eviction and the insertion are one step)
+            if len(_interned) >= _INTERNED_MAX:
+                _interned.pop(next(iter(_interned)), None)
+            state = _interned[key] = ErrState(modes, call, context)
     if _EXTOBJ is not None:
         # (the C recorder compares these items by identity: NumPy's context value, then the warnings')
         entry = (_EXTOBJ.get(), state, *context)

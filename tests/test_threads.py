@@ -177,3 +177,26 @@ def test_the_pending_registry_is_read_while_other_threads_record(device_backend)
             t.join()
         sys.setswitchinterval(old)
     assert errors == []
+
+
+def test_threads_learning_more_error_states_than_are_remembered_get_numpys_answers(device_backend, monkeypatch):
+    # Each errstate with its own callback is a new state to learn; past the remembered number the
+    # oldest is forgotten. Two threads forgetting the same one at once raised KeyError.
+    from npgpu import _fperr
+
+    monkeypatch.setattr(_fperr, "_INTERNED_MAX", 2)  # (every new state forgets one)
+    failures: list[BaseException] = []
+
+    def work(k: int) -> None:
+        with npgpu.enable(device_backend, threshold=0):
+            a = npgpu.asarray(numpy.full(1000, float(k)))
+            try:
+                for i in range(400):
+                    with numpy.errstate(all="call", call=lambda *args, i=i: None):
+                        total = float(numpy.add.reduce(a))
+                    assert total == 1000.0 * k
+            except BaseException as error:  # (collected: a thread's failure fails the test)
+                failures.append(error)
+
+    run_in_threads(work, range(1, 7), switch_interval=1e-6)
+    assert failures == []

@@ -1,0 +1,154 @@
+"""Whole-program shapes, written the way NumPy programs are written (issue #14).
+
+Each workload receives its data as host arrays handed in through ``xp.asarray`` (as data a script
+loaded) and leaves every placement decision to npgpu: these measure placement and the cost of
+device operations in loops, not one kernel. The kinds follow the NPBench kernels that did not
+speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
+solve with a Python loop over rows, a loop of scalar reads and writes.
+
+``TimeOperationCost`` measures the per-operation cost itself: the CPU time per recorded-and-
+launched elementwise operation on a device array (the target: 5 us or less; CuPy's own launch
+is about 10 us).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy
+
+from .common import BACKENDS, BackendBenchmark, npgpu, random_array
+
+
+def stencil_2d(xp: Any, a: Any, b: Any, steps: int) -> Any:
+    """Jacobi iterations of a five-point stencil, written into a second array and swapped back."""
+    for _ in range(steps):
+        b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
+        a[1:-1, 1:-1] = 0.2 * (b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1] + b[:-2, 1:-1])
+    return a
+
+
+def time_steps(xp: Any, u: Any, v: Any, steps: int) -> float:
+    """An explicit integrator of small arrays: a handful of operations per step, a check every 25."""
+    dt, k = 1e-3, 0.25
+    energy = 0.0
+    for step in range(steps):
+        lap = u[2:] - 2.0 * u[1:-1] + u[:-2]
+        v[1:-1] += dt * k * lap - dt * 0.01 * v[1:-1]
+        u += dt * v
+        if step % 25 == 0:
+            energy = float(xp.sum(u * u) + xp.sum(v * v))
+    return energy
+
+
+def forward_substitution(xp: Any, lower: Any, rhs: Any) -> Any:
+    """Solve L x = b one row at a time: a Python loop of a dot product and a scalar division."""
+    n = rhs.shape[0]
+    x = xp.zeros_like(rhs)
+    for i in range(n):
+        x[i] = (rhs[i] - lower[i, :i] @ x[:i]) / lower[i, i]
+    return x
+
+
+def scalar_loop(xp: Any, a: Any, out: Any, count: int) -> float:
+    """Element reads and writes from Python: a recurrence over the first ``count`` elements."""
+    total = 0.0
+    for i in range(1, count):
+        out[i] = 0.5 * out[i - 1] + a[i]
+        total += float(a[i])
+    return total
+
+
+class TimeStencil2D(BackendBenchmark):
+    """An iterated five-point stencil on a 5 MB array (800 x 800 float64), 20 sweeps of two."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.host = random_array((800, 800), seed=3)
+
+    def time_stencil(self, backend: str) -> None:
+        a = self.xp.asarray(self.host.copy())
+        b = self.xp.asarray(self.host.copy())
+        self.finish(stencil_2d(self.xp, a, b, 20))
+
+
+class TimeTimeStepping(BackendBenchmark):
+    """400 steps of a small explicit integrator (4 000 elements) with a scalar check every 25."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.u = random_array(4000, seed=4)
+        self.v = numpy.zeros(4000)
+
+    def time_steps(self, backend: str) -> None:
+        time_steps(self.xp, self.xp.asarray(self.u.copy()), self.xp.asarray(self.v.copy()), 400)
+
+
+class TimeTriangularSolve(BackendBenchmark):
+    """Forward substitution of a 600 x 600 lower-triangular system, one Python iteration per row."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        n = 600
+        rng = numpy.random.default_rng(5)
+        self.lower = numpy.tril(rng.uniform(-1.0, 1.0, (n, n))) + n * numpy.eye(n)
+        self.rhs = rng.uniform(-1.0, 1.0, n)
+
+    def time_solve(self, backend: str) -> None:
+        x = forward_substitution(self.xp, self.xp.asarray(self.lower), self.xp.asarray(self.rhs))
+        self.finish(x)
+
+
+class TimeScalarLoop(BackendBenchmark):
+    """2 000 element reads and writes on arrays of 1 000 000 elements (never a full-array copy)."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.a = self.xp.asarray(random_array(1_000_000, seed=6))
+        self.out = self.xp.asarray(numpy.zeros(1_000_000))
+
+    def time_scalars(self, backend: str) -> None:
+        scalar_loop(self.xp, self.a, self.out, 2000)
+
+
+class TimeOperationCost(BackendBenchmark):
+    """CPU microseconds per recorded-and-launched elementwise operation on a device array.
+
+    ``fused``: 100 steps of ``x = x * 0.999 + y`` with a launch forced every step (``sync``);
+    ``eager`` (fusion off): every operation is its own launch. The arrays (10 000 elements) are
+    on the device whatever their size (threshold 0): this is the device path's own overhead.
+    """
+
+    params = [[b for b in BACKENDS if b != "numpy"], ["fused", "eager"]]
+    param_names = ["backend", "mode"]
+    unit = "us per operation"
+    steps = 100
+
+    def setup(self, backend: str, mode: str) -> None:
+        self.setup_backend(backend, threshold=0, fusion=mode == "fused")
+        self.x = self.xp.asarray(random_array(10_000, seed=7))
+        self.y = self.xp.asarray(random_array(10_000, seed=8))
+        self.track_cpu_per_operation(backend, mode)  # compiles the kernels outside the measurement
+
+    def track_cpu_per_operation(self, backend: str, mode: str) -> float:
+        x, y = self.x, self.y
+        start = time.process_time()
+        for _ in range(self.steps):
+            x = x * 0.999 + y
+            if mode == "fused":
+                npgpu.sync()
+        npgpu.sync()
+        return (time.process_time() - start) / (2 * self.steps) * 1e6
