@@ -74,7 +74,10 @@ class KernelBuildError(RuntimeError):
 
     @property
     def reason(self) -> str:
-        first = " ".join(self.log.split())
+        # (the compiler's first error line: a log may open with paths, options or the source)
+        lines = [line for line in self.log.splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()]
+        first = " ".join((errors or lines or [""])[0].split())
         return f"kernel build failed: {first[:200]}"
 
 

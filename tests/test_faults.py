@@ -247,7 +247,9 @@ def test_an_interrupt_while_a_large_graph_runs_leaves_arrays_and_the_process_usa
         if not interrupted:  # (it landed in work of the harness: the values still count)
             assert total == pytest.approx(want.sum(), rel=1e-12)
         numpy.testing.assert_array_equal(numpy.asarray(a), host)
-        numpy.testing.assert_allclose(numpy.asarray(work(npgpu, a)), want, rtol=1e-13)
+        # (device sin/cos differ from the host's in the last bits; near a zero of the result that
+        # is a relative 1e-12: compared with an absolute bound there)
+        numpy.testing.assert_allclose(numpy.asarray(work(npgpu, a)), want, rtol=1e-13, atol=1e-15)
         npgpu.sync()
 
 
@@ -360,7 +362,7 @@ def test_cupy_memory_and_device_errors_become_npgpu_errors():
         backend._raise_fault(cupy.cuda.runtime.CUDARuntimeError(700))
     hog = cupy.empty(free - (1 << 30), numpy.uint8)  # a device with about 1 GiB left
     try:
-        with npgpu.enable("cupy"):
+        with npgpu.enable("cupy", threshold=0):  # (x below is small: on the device by this threshold)
             npgpu.report(reset=True)
             a = npgpu.zeros(2 << 30, dtype=numpy.uint8)
             assert type(a) is numpy.ndarray and a.size == 2 << 30 and not a.any()

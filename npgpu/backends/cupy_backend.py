@@ -205,10 +205,12 @@ class ArrayModuleBackend(Backend):
             return getattr(xp, name)(a.reshape(a.shape + (1,) * b.ndim), b)
         raise AssertionError(f"unrouted ufunc method {method}")  # supports_ufunc said no
 
-    def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   report: bool = True) -> Any:
         """An eager call of a real-valued ufunc run by npgpu's own one-node kernel (the fused
         kernels' code: NumPy's formulas for special values, its error conditions checked inline,
-        float32 subnormals kept), or None where CuPy's ufunc runs it.
+        float32 subnormals kept), or None where CuPy's ufunc runs it. ``report=False``: its
+        floating-point errors are not checked (the caller checks them).
 
         CuPy's own ufuncs differ from NumPy's at special values (floor_divide(inf, 1.0) is inf
         there, NumPy's nan; remainder(0.0, inf) nan, NumPy's 0.0) and flush float32 subnormals."""
@@ -246,9 +248,12 @@ class ArrayModuleBackend(Backend):
         if ufunc is numpy.power and loop[0].kind in "iu":
             self._check_int_power(*inputs)
         state = _fperr.current()
-        check = state.check & _table.error_categories(ufunc, loop)
-        operand_dtypes = tuple(loop[: ufunc.nin])
-        key = (ufunc, loop, tuple(kinds), check)
+        check = state.check & _table.error_categories(ufunc, loop) if report else 0
+        # (an array operand enters as its own dtype and is cast in the kernel, as NumPy's loop casts it)
+        operand_dtypes = tuple(x.dtype if kind == "array" else dt for x, kind, dt in zip(inputs, kinds, loop))
+        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
+            return None
+        key = (ufunc, loop, tuple(kinds), operand_dtypes, check)
         graph = self._eager_graphs.get(key)
         if graph is None:  # (a few hundred at most: ufuncs x loops x operand kinds x checks)
             graph = self._eager_graphs.setdefault(key, ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes,
@@ -405,6 +410,7 @@ class EmulatedBackend(ArrayModuleBackend):
 
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
                   out: Any = None, errors: Any = None) -> Any:
+        _check_operands(graph, inputs, out)
         if out is None:
             self._room(math.prod(shape) * graph.out_dtypes[0].itemsize)
         # Interprets the IR with NumPy ufuncs on the exact loops: checks the recording, not a kernel.
@@ -419,6 +425,7 @@ class EmulatedBackend(ArrayModuleBackend):
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
+        _check_operands(graph, inputs, None)
         flags = self._error_flags(graph, errors, reduce_check)
         value = numpy.broadcast_to(_evaluate(graph, inputs, scalars, flags)[0], shape)
         slot = None if flags is None else flags[1] + _fperr.SLOT_BYTES * len(graph.error_nodes)
@@ -842,6 +849,14 @@ class CupyBackend(ArrayModuleBackend):
             own = self._own_ufunc(ufunc, inputs, kwargs)
             if own is not None:
                 return own
+            if ufunc is numpy.divmod and not kwargs:
+                # NumPy's divmod is its floor_divide and remainder (npy_divmod), whose own kernels give
+                # NumPy's values; divmod's error conditions are then checked on those
+                quotient = self._own_ufunc(numpy.floor_divide, inputs, {}, report=False)
+                remainder = None if quotient is None else self._own_ufunc(numpy.remainder, inputs, {}, report=False)
+                if remainder is not None:
+                    self._eager_errors(ufunc, inputs, (quotient, remainder))
+                    return quotient, remainder
         result = super().call_ufunc(ufunc, method, inputs, kwargs)
         if method == "__call__":
             self._eager_errors(ufunc, inputs, result)
@@ -883,53 +898,66 @@ class CupyBackend(ArrayModuleBackend):
         _fperr.launched(self, launch)
 
     def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
-        """multiply, square and power of complex arrays with NumPy's own rounding, or None.
+        """multiply, square, reciprocal and power of complex arrays with NumPy's own formulas and
+        rounding (and float powers with a constant exponent NumPy's loop special-cases), or None.
 
         CuPy's complex products round differently from NumPy's by an ulp here and there, which
-        iterations such as ``z = z**2 + c`` amplify (NPBench mandelbrot1 differed by 1.7e-2)."""
+        iterations such as ``z = z**2 + c`` amplify (NPBench mandelbrot1 differed by 1.7e-2); its
+        power goes through exp(n log z), its reciprocal through a division (1/inf is nan there)."""
         z = inputs[0]
         if ufunc is numpy.power and self.is_native(z) and z.dtype.kind == "f":
             # NumPy's loop special-cases a constant exponent (npgpu/kernels/ufuncs.py, CONSTANT_OPERAND)
             special = _CONSTANT_POWER.get(inputs[1]) if isinstance(inputs[1], (int, float, numpy.floating)) else None
-            return None if special is None else getattr(self.xp, special)(z)
+            return None if special is None else self._own_ufunc(getattr(numpy, special), (z,), {})
         if not (self.is_native(z) and z.dtype.kind == "c"):
             return None
         if ufunc is numpy.power:
             n = _small_integer_exponent(inputs[1])
-            return None if n is None else self._complex_integer_power(z, n)
+            if n is None:
+                return None
+            result = self._complex_kernel("power", z, z, n)
+            if n < 0 and numpy.geterr()["invalid"] != "ignore" and bool((z == 0).any()):
+                # NumPy's loop raises invalid for a zero base: the same operation on the host raises it
+                # under the errstate in force (warn, raise, call or log)
+                numpy.power(numpy.complex128(0), -1)
+            return result
+        if ufunc is numpy.reciprocal:
+            return self._complex_kernel("reciprocal", z, z)
         fused = _numpy_complex_product_fuses(z.dtype)
         if fused is None:
             return None  # a host NumPy whose rounding npgpu does not know: CuPy's own product
-        if ufunc is numpy.square:
-            other = z
-        else:
-            other = inputs[1]
-            if not (self.is_native(other) and other.dtype == z.dtype):
-                return None
+        other = z if ufunc is numpy.square else inputs[1]
+        if not (self.is_native(other) and other.dtype == z.dtype):
+            return None
+        return self._complex_kernel("multiply_fma" if fused else "multiply", z, other)
+
+    def _complex_kernel(self, op: str, x: Any, y: Any, n: int = 0) -> Any:
+        """One of _COMPLEX_BODIES over x (and y, broadcast together), compiled without flushing
+        subnormals (see _compile): z**99 of complex64 passes through them."""
+        cp = self.xp
+        shape = numpy.broadcast_shapes(x.shape, y.shape)
+        real = "float" if x.dtype == numpy.complex64 else "double"
 
         def build() -> Any:
-            body = _FUSED_CMUL if fused else _PLAIN_CMUL
-            return self.xp.ElementwiseKernel("T x, T y", "T r", body, "npg_complex_multiply",
-                                             options=self.NVRTC_OPTIONS)
+            source = "\n".join([_COMPLEX_HELPERS.replace("R", real),
+                                 f'extern "C" __global__ void npg_complex_{op}(const {real}* x, const {real}* y, '
+                                 f"{real}* out, long long n, long long e) {{",
+                                 "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+                                 "  if (i >= n) return;",
+                                 f"  const {real} xr = x[2 * i], xi = x[2 * i + 1], yr = y[2 * i], yi = y[2 * i + 1];",
+                                 f"  {real} rr, ri;",
+                                 *("  " + line for line in _COMPLEX_BODIES[op].replace("R", real).splitlines()),
+                                 "  out[2 * i] = rr; out[2 * i + 1] = ri;", "}"])
+            return self._compile(source, f"npg_complex_{op}")
 
-        return self._kernel(("complex_multiply", fused), build)(z, other)
-
-    def _complex_integer_power(self, z: Any, n: int) -> Any:
-        """``z ** n`` for a complex array and an integer |n| < 100 as NumPy computes it: by
-        repeated complex multiplication (binary exponentiation), each product rounded as NumPy
-        rounds it. CuPy's power goes through exp(n log z), whose error a chaotic iteration such
-        as ``z = z**2 + c`` amplifies (NPBench mandelbrot1 differed from NumPy by 1.7e-2)."""
-        def build() -> Any:
-            return self.xp.ElementwiseKernel("T z, int64 n", "T r", _COMPLEX_POWER_BODY, "npg_complex_power",
-                                             preamble=_COMPLEX_POWER_PREAMBLE, options=self.NVRTC_OPTIONS)
-
-        kernel = self._kernel(("complex_power",), build)
-        result = kernel(z, numpy.int64(n))
-        if n < 0 and numpy.geterr()["invalid"] != "ignore" and bool((z == 0).any()):
-            # NumPy's loop raises invalid for a zero base: the same operation on the host raises it
-            # under the errstate in force (warn, raise, call or log)
-            numpy.power(numpy.complex128(0), -1)
-        return result
+        kernel = self._kernel(("complex", op, real), build)
+        xs = cp.ascontiguousarray(cp.broadcast_to(x, shape))
+        ys = xs if y is x else cp.ascontiguousarray(cp.broadcast_to(y, shape))
+        out = cp.empty(shape, x.dtype)
+        size = out.size
+        if size:
+            kernel(((size + 255) // 256,), (256,), (xs, ys, out, numpy.int64(size), numpy.int64(n)))
+        return out
 
     # -- NumPy's PCG64 and MT19937 doubles computed on the GPU (backends/random_kernels.py) ------
     random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
@@ -1135,16 +1163,32 @@ class CupyBackend(ArrayModuleBackend):
                    (*inputs, *scalars, out, numpy.int64(size), *self._error_arguments(graph, errors)))
             return out
 
-        def build() -> Any:
-            preamble, call, spec = self._fused_function(graph)
-            out_name = graph.out_dtypes[0].name
-            return cp.ElementwiseKernel(spec, f"{out_name} out0", f"out0 = npg_fused({call})",
-                                        "npg_fused_ew", preamble=preamble, options=self.NVRTC_OPTIONS)
-
-        kernel = self._kernel(("ew", graph), build)
-        if size:
-            kernel(*inputs, *scalars, *self._error_arguments(graph, errors), out)
+        if not size:
+            return out
+        # Views, broadcasts and other strides: the code generator's strided kernel (as OpenCL's),
+        # one thread per element of the broadcast shape, operands addressed by byte strides.
+        full = shape if shape else (1,)
+        ndim = len(full)
+        kernel = self._kernel(("strided", graph, ndim), lambda: self._strided_kernel(graph, ndim))
+        operands = [cp.broadcast_to(x, shape).reshape(full) if x.shape != full else x for x in inputs]
+        target = out.reshape(full) if out.shape != full else out
+        arrays = [*operands, target]
+        args: list[Any] = []
+        for x in arrays:
+            args += [x, numpy.int64(0)]  # (the pointer is the view's first element: offset 0)
+        args += [*scalars, numpy.int64(size), *(numpy.int64(d) for d in full)]
+        for x in arrays:
+            args += [numpy.int64(st) for st in x.strides]
+        args += self._error_arguments(graph, errors)
+        block = 256
+        kernel(((size + block - 1) // block,), (block,), tuple(args))
         return out
+
+    def _strided_kernel(self, graph: Any, ndim: int) -> Any:
+        from ..kernels import codegen
+
+        source = codegen.elementwise(graph, codegen.Layout(ndim, False), "cuda", name="npg_fused_strided")
+        return self._compile(source.source, source.name)
 
     def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
         """A RawKernel over contiguous operands of one size: thread t of block b handles elements
@@ -1245,13 +1289,12 @@ _CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
 #: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
 #: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
 _ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)
-_COMPLEX_PRODUCTS = frozenset({numpy.multiply, numpy.square, numpy.power})
+_COMPLEX_PRODUCTS = frozenset({numpy.multiply, numpy.square, numpy.power, numpy.reciprocal})
 _CONSTANT_POWER = {0.5: "sqrt", -1: "reciprocal", 2: "square", 1: "positive"}
 # NumPy's complex multiply and square loops: with FMA (the SIMD loops of hosts that have it,
 # x86-64-v3 and newer) the real part is fma(ar, br, -(ai*bi)) and the imaginary part
-# fma(ar, bi, ai*br); without, both are plain products and sums. Device code follows the host.
-_FUSED_CMUL = "r = T(fma(x.real(), y.real(), -(x.imag() * y.imag())), fma(x.real(), y.imag(), x.imag() * y.real()));"
-_PLAIN_CMUL = "r = T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());"
+# fma(ar, bi, ai*br); without, both are plain products and sums. Device code follows the host
+# (_COMPLEX_BODIES "multiply_fma" and "multiply").
 _product_rounding: dict[numpy.dtype, bool | None] = {}
 
 
@@ -1310,54 +1353,84 @@ def _small_integer_exponent(x: Any) -> int | None:
     return int(value.real)
 
 
-# NumPy's complex power for an integer exponent (npy_cpow in numpy/_core/src/npymath): n = 0
-# gives 1; a zero base gives 0 for n > 0, nan+nanj (invalid) otherwise; n = 1, 2, 3 are unrolled;
-# other |n| < 100 by binary exponentiation, multiplying the accumulator by the running square,
-# and a negative n divides 1 by that product with Smith's algorithm (NumPy's complex division).
-# Products are a*b = (ar*br - ai*bi, ar*bi + ai*br), compiled with --fmad=false so each
-# operation rounds as NumPy's does.
-_COMPLEX_POWER_PREAMBLE = """
-template <typename T> __device__ T npg_cmul(const T& x, const T& y) {
-    return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
+# NumPy's complex formulas on (real, imaginary) pairs of type R, each operation rounded as NumPy
+# rounds it (compiled with --fmad=false). Products: (ar*br - ai*bi, ar*bi + ai*br), or with FMA as
+# the host's SIMD loops round them (_numpy_complex_product_fuses). Division: Smith's algorithm, as
+# NumPy's. Reciprocal: NumPy's loop (1/inf is 0 there).
+_COMPLEX_HELPERS = """
+__device__ __forceinline__ void npg_cmul(R ar, R ai, R br, R bi, R& cr, R& ci) {
+    cr = ar * br - ai * bi;
+    ci = ar * bi + ai * br;
 }
-template <typename T> __device__ T npg_cdiv(const T& a, const T& b) {
-    typedef decltype(a.real()) R;
-    const R ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
-    const R abs_br = br < 0 ? -br : br, abs_bi = bi < 0 ? -bi : bi;
+__device__ __forceinline__ void npg_cmul_fma(R ar, R ai, R br, R bi, R& cr, R& ci) {
+    cr = fma(ar, br, -(ai * bi));
+    ci = fma(ar, bi, ai * br);
+}
+__device__ void npg_cdiv(R ar, R ai, R br, R bi, R& cr, R& ci) {
+    const R abs_br = fabs(br), abs_bi = fabs(bi);  // (fabs: -0.0 has no sign after it)
     if (abs_br >= abs_bi) {
         if (abs_br == 0 && abs_bi == 0) {
-            return T(ar / abs_br, ai / abs_bi);
+            cr = ar / abs_br;
+            ci = ai / abs_bi;
+            return;
         }
         const R rat = bi / br;
-        const R scl = R(1) / (br + bi * rat);
-        return T((ar + ai * rat) * scl, (ai - ar * rat) * scl);
+        const R scl = (R)1 / (br + bi * rat);
+        cr = (ar + ai * rat) * scl;
+        ci = (ai - ar * rat) * scl;
+        return;
     }
     const R rat = br / bi;
-    const R scl = R(1) / (bi + br * rat);
-    return T((ar * rat + ai) * scl, (ai * rat - ar) * scl);
+    const R scl = (R)1 / (bi + br * rat);
+    cr = (ar * rat + ai) * scl;
+    ci = (ai * rat - ar) * scl;
 }
 """
-_COMPLEX_POWER_BODY = """
-if (n == 0) { r = T(1, 0); }
-else if (z.real() == 0 && z.imag() == 0) {
-    r = n > 0 ? T(0, 0) : T(nan(""), nan(""));
+# NumPy's complex power for an integer exponent e, |e| < 100 (npy_cpow in numpy/_core/src/npymath):
+# e = 0 gives 1; a zero base 0 for e > 0, nan+nanj (invalid) otherwise; e = 1, 2, 3 unrolled;
+# other exponents by binary exponentiation (the accumulator times the running square), and for
+# e < 0 one divided by that product.
+_COMPLEX_BODIES = {
+    "multiply": "npg_cmul(xr, xi, yr, yi, rr, ri);",
+    "multiply_fma": "npg_cmul_fma(xr, xi, yr, yi, rr, ri);",
+    "reciprocal": """if (fabs(xi) <= fabs(xr)) {
+    const R r = xi / xr, d = xr + xi * r;
+    rr = (R)1 / d;
+    ri = -r / d;
+} else {
+    const R r = xr / xi, d = xr * r + xi;
+    rr = r / d;
+    ri = (R)-1 / d;
+}""",
+    "power": """if (e == 0) { rr = 1; ri = 0; }
+else if (xr == 0 && xi == 0) {
+    if (e > 0) { rr = 0; ri = 0; } else { rr = (R)nan(""); ri = (R)nan(""); }
 }
-else if (n == 1) { r = z; }
-else if (n == 2) { r = npg_cmul(z, z); }
-else if (n == 3) { r = npg_cmul(z, npg_cmul(z, z)); }
+else if (e == 1) { rr = xr; ri = xi; }
+else if (e == 2) { npg_cmul(xr, xi, xr, xi, rr, ri); }
+else if (e == 3) { R sr, si; npg_cmul(xr, xi, xr, xi, sr, si); npg_cmul(xr, xi, sr, si, rr, ri); }
 else {
-    const long long m = n < 0 ? -n : n;
-    T acc = T(1, 0), p = z;
+    const long long m = e < 0 ? -e : e;
+    R ar = 1, ai = 0, pr = xr, pi = xi, tr, ti;
     long long mask = 1;
     while (true) {
-        if (m & mask) acc = npg_cmul(acc, p);
+        if (m & mask) { npg_cmul(ar, ai, pr, pi, tr, ti); ar = tr; ai = ti; }
         mask <<= 1;
         if (m < mask || mask <= 0) break;
-        p = npg_cmul(p, p);
+        npg_cmul(pr, pi, pr, pi, tr, ti); pr = tr; pi = ti;
     }
-    r = n < 0 ? npg_cdiv(T(1, 0), acc) : acc;
+    if (e < 0) { npg_cdiv((R)1, (R)0, ar, ai, rr, ri); } else { rr = ar; ri = ai; }
+}""",
 }
-"""
+
+
+def _check_operands(graph: Any, inputs: list[Any], out: Any) -> None:
+    """A GPU kernel reads each operand's memory as the dtype its graph declares: the emulation
+    refuses what would be read as another type there (a bool array given for a float32 input)."""
+    if len(inputs) != len(graph.inputs) or any(x.dtype != dt for x, dt in zip(inputs, graph.inputs)):
+        raise TypeError(f"emulated kernel: operands {[x.dtype for x in inputs]} for inputs {list(graph.inputs)}")
+    if out is not None and out.dtype != graph.out_dtypes[0]:
+        raise TypeError(f"emulated kernel: output {out.dtype} for {graph.out_dtypes[0]}")
 
 
 def _binary_path(cp: Any, source: str, options: tuple[str, ...]) -> str:
