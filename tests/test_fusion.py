@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npgpu
+from npgpu._harness import backend_context
 from npgpu.lazy import materialize, recorder, registry
-from npgpu.testing import backend_context
 
 FUSING = [p for p in BACKEND_PARAMS if p.values[0] in ("emulated", "opencl", "cupy")]
 

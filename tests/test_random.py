@@ -12,8 +12,8 @@ import pytest
 
 import npgpu
 from npgpu import _random
+from npgpu._harness import backend_context, differential
 from npgpu.backends import random_kernels
-from npgpu.testing import backend_context, differential
 
 N = 600  # elements of a "large" draw: the tests run at threshold 0, so they are made on the device
 

@@ -14,7 +14,7 @@ import pytest
 
 import npgpu
 from npgpu import _dispatch
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 DTYPES = ["float64", "float32", "int64", "int32", "uint8", "int8", "bool", "complex128"]
 
