@@ -14,26 +14,21 @@ from typing import Any
 
 import numpy
 
-from . import _config, _dispatch, _native, _placement, _report
+from . import _config, _dispatch, _hooks, _native, _ops, _report
 
 _state_get = _config._state.get
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum))
 
 
 _ndarray = numpy.ndarray
-_HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
-                           numpy.int32, numpy.bool_, numpy.complex128, type})  # type: dtype=numpy.float32
+_HOST_SCALARS = frozenset(_ops.HOST_SCALARS)
 # Functions whose placement depends on more than their array arguments' sizes.
-_SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
+_SIZE_DECIDES = frozenset(_ops.CREATIONS) | _ops.CONSTRUCTORS
 
-# The wrappers' per-call check in C (npgpu/_speedups.c), when it was built: the same decisions as
-# the Python wrappers below, which stay the reference and the fallback (NPGPU_PURE_PYTHON=1).
+# The wrappers' per-call check in C (npgpu/_speedups.c, configured by _native), when it was built:
+# the same decisions as the Python wrappers below, which stay the reference and the fallback
+# (NPGPU_PURE_PYTHON=1).
 _speedups: Any = _native.speedups
-if _speedups is not None:
-    _common = (float, int, bool, type(None), str)  # scanned in this order: the commonest first
-    _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype,
-                        _common + tuple(t for t in _HOST_SCALARS if t not in _common),
-                        _dispatch.function, _dispatch.place_constructed)
 
 
 def _cell(native: bool) -> Any:
@@ -166,9 +161,7 @@ class Ufunc:
 
 
 def _ufunc_by_name(name: str) -> Any:
-    import npgpu
-
-    return getattr(npgpu, name)
+    return getattr(_hooks.core.namespace, name)
 
 
 def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
@@ -250,10 +243,6 @@ def _finish(wrapper: Callable[..., Any], func: Callable[..., Any], module: str) 
     return wrapper
 
 
-# Creation functions whose element count is quick to read off the common call: the shape first
-# (zeros(n), ones((m, n)), ...), linspace's ``num``, arange of ints, eye(n) and identity(n).
-_SHAPE_FIRST = frozenset({numpy.zeros, numpy.ones, numpy.empty, numpy.full})
-_NUM_THIRD = frozenset({numpy.linspace, numpy.logspace})
 _INTS = frozenset({int})
 
 
@@ -266,14 +255,12 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
     """
     routed = wrap_function(func, module, native)
     state_get, config, ints = _state_get, _config, _INTS
-    shape_first, num_third, is_arange = func in _SHAPE_FIRST, func in _NUM_THIRD, func is numpy.arange
-    is_square = func is numpy.eye or func is numpy.identity
+    quick = _ops.CREATIONS[func].quick
+    shape_first, num_third = quick == _ops.QUICK_SHAPE_FIRST, quick == _ops.QUICK_NUM_THIRD
+    is_arange, is_square = quick == _ops.QUICK_ARANGE, quick == _ops.QUICK_SQUARE
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
-        sp = _speedups
-        mode = (sp.SIZE_SHAPE_FIRST if shape_first else sp.SIZE_NUM_THIRD if num_third
-                else sp.SIZE_ARANGE if is_arange else sp.SIZE_SQUARE if is_square else 0)
-        wrapper = sp.Wrapper(sp.CREATION, func, func, routed, small_calls, size_mode=mode)
+        wrapper = _speedups.Wrapper(_speedups.CREATION, func, func, routed, small_calls, size_mode=quick)
         return _finish(wrapper, func, module)
 
     def create(*args: Any, **kwargs: Any) -> Any:
@@ -310,11 +297,6 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
         return routed(*args, **kwargs)
 
     return _finish(create, func, module)
-
-
-#: Constructors from data in memory (files are read by the dispatcher's general path).
-_IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
-                                     numpy.asfortranarray})
 
 
 def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
@@ -360,15 +342,6 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
     return _finish(construct, func, module)
 
 
-# NumPy functions that, for an exact ndarray and at most an int axis, are one ufunc reduction
-# (fromnumeric's _wrapreduction calls ``ufunc.reduce(a, axis, dtype, None)``): the reduction's
-# ufunc and the dtype NumPy passes it.
-_REDUCTIONS = {
-    numpy.sum: (numpy.add, None), numpy.prod: (numpy.multiply, None),
-    numpy.max: (numpy.maximum, None), numpy.amax: (numpy.maximum, None),
-    numpy.min: (numpy.minimum, None), numpy.amin: (numpy.minimum, None),
-    numpy.any: (numpy.logical_or, bool), numpy.all: (numpy.logical_and, bool),
-}
 _AXIS_TYPES = frozenset({int, type(None)})
 
 
@@ -416,20 +389,15 @@ def wrap_reduction(
     return _finish(reduction, func, module)
 
 
-# Compute-heavy ufuncs keep npgpu's wrapper, which moves large host operands to the device: the
-# upload pays for a matmul, and NumPy's own cost hides the wrapper's.
-_HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
-
-
 def _wrapper(func: Any, module: str, native: bool = True) -> Callable[..., Any]:
     """npgpu's face of NumPy function ``func``: the general wrapper or one with a shorter road
     (``native=False``: the Python implementation even where the C one is built)."""
-    reduction = _REDUCTIONS.get(func)
-    if reduction is not None:
-        return wrap_reduction(func, *reduction, module, native=native)
-    if func in _placement.CREATION_SIZE:
+    reduction = _ops.REDUCTIONS.get(func)
+    if reduction is not None and reduction.small_call:
+        return wrap_reduction(func, reduction.ufunc, reduction.small_dtype, module, native=native)
+    if func in _ops.CREATIONS:
         return wrap_creation(func, module, native)
-    if func in _IN_MEMORY_CONSTRUCTORS:
+    if func in _ops.IN_MEMORY_CONSTRUCTORS:
         return wrap_constructor(func, module, native)
     return wrap_function(func, module, native)
 
@@ -442,9 +410,8 @@ def numpy_dispatched() -> frozenset[Any]:
     host arrays reach the device where they are made or through npgpu's functions (which
     upload large host operands), not through a ufunc.
     """
-    heavy = {getattr(numpy, name) for name in _HEAVY_NAMES if hasattr(numpy, name)}
     return frozenset(obj for name in dir(numpy) if isinstance(obj := getattr(numpy, name), numpy.ufunc)
-                     and obj not in heavy)
+                     and obj not in _ops.HEAVY_UFUNCS)
 
 
 def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) -> dict[str, Any]:

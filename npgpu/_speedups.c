@@ -1619,7 +1619,7 @@ typedef struct {
 } FastMethod;
 
 static PyObject *m_code_kind;     /* _array._code_kind: code object -> 0/1/2 (2: user code) */
-static PyObject *m_array_globals; /* _array's globals */
+static PyObject *m_array_globals; /* vars(npgpu._hooks.core): the installed recorder roads and loop cache */
 static PyObject *m_native_binary, *m_native_unary; /* this module's record_binary / record_unary */
 static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call;
 
@@ -1667,7 +1667,7 @@ user_frame(int *err)
 }
 
 /* The recorder's answer for the short road: a new pending array, Py_None (declined), or NULL on
- * error. args[nargs - 1] is filled in here with _array._LOOPS. */
+ * error. args[nargs - 1] is filled in here with _hooks.core.loops. */
 static PyObject *
 short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
            PyObject *(*impl)(PyObject *, PyObject *const *, Py_ssize_t))
@@ -1683,7 +1683,7 @@ short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
     PyObject *loops = record == NULL ? NULL : PyDict_GetItemWithError(m_array_globals, s_loops);
     if (loops == NULL) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_RuntimeError, "npgpu._array has no recorder or loop cache");
+            PyErr_SetString(PyExc_RuntimeError, "npgpu._hooks.core has no recorder or loop cache");
         }
         return NULL;
     }
@@ -1840,7 +1840,7 @@ static PyMethodDef module_methods[] = {
      "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
      "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
-    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, array_globals)"},
+    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, hooks_dict)"},
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
      "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
@@ -1874,9 +1874,9 @@ PyInit__speedups(void)
     INTERN(s_axis, "axis");
     INTERN(s_is_host, "is_host");
     INTERN(s_fusion, "fusion");
-    INTERN(s_record_binary, "_record_binary");
-    INTERN(s_record_unary, "_record_unary");
-    INTERN(s_loops, "_LOOPS");
+    INTERN(s_record_binary, "record_binary");
+    INTERN(s_record_unary, "record_unary");
+    INTERN(s_loops, "loops");
     INTERN(s_call, "__call__");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");
