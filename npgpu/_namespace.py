@@ -42,26 +42,42 @@ def native_wrappers() -> bool:
     return _speedups is not None
 
 
-def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes: int = 0) -> int:
-    """Bytes of the NumPy arrays among ``values`` (and in tuples or lists of them), or -1 when
-    anything else is there (a device array, an unknown type): then the dispatcher decides."""
+def _host_bytes(values: Any, nbytes: int = 0, ndarray_type: type = _ndarray,
+                plain: frozenset[type] = _HOST_SCALARS) -> int:
+    """``nbytes`` plus the bytes of the NumPy arrays among ``values`` (and in tuples or lists of
+    them), or -1 when anything else is there (a device array, an unknown type)."""
     for x in values:
         t = type(x)
         if t is ndarray_type:
             nbytes += x.nbytes
         elif t not in plain:
-            if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
-                continue
             if t is not tuple and t is not list:
+                if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
+                    continue
                 return -1
-            if not x or type(x[0]) in plain:  # numbers: data, not operands (the first item tells)
+            if not x or type(x[0]) in plain:  # numbers: data or a shape, not operands (the first item tells)
                 continue
-            for item in x:
+            for item in x:  # the arrays of concatenate, stack, ...
                 if type(item) is ndarray_type:
                     nbytes += item.nbytes
                 elif type(item) not in plain:
                     return -1
     return nbytes
+
+
+def small_host_call(args: Any, kwargs: dict[str, Any] | None, limit: int) -> bool:
+    """THE small-call predicate: whether a call's arguments are all host data (NumPy arrays,
+    plain values of _ops.HOST_SCALARS, dtypes, lists and tuples of those) whose arrays together
+    stay below ``limit`` bytes, so that NumPy runs it at once (counted per function, without a
+    call site). Anything else goes to the dispatcher, which places it.
+
+    Every wrapper below asks it (for a creation, the question is the request's size instead,
+    read by _ops.CREATIONS' rule); npgpu/_speedups.c mirrors it (host_bytes, small_host_call),
+    configured with the same _ops.HOST_SCALARS."""
+    nbytes = _host_bytes(args)
+    if kwargs and nbytes >= 0:
+        nbytes = _host_bytes(kwargs.values(), nbytes)
+    return 0 <= nbytes < limit
 
 
 def _on() -> bool:
@@ -108,18 +124,9 @@ class Ufunc:
         state = _state_get() or _config._default
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
-        if not kwargs:  # NumPy arrays and plain values that stay small: NumPy's own call, counted
-            nbytes = 0
-            for x in args:
-                t = type(x)
-                if t is _ndarray:
-                    nbytes += x.nbytes
-                elif t not in _HOST_SCALARS:
-                    break
-            else:
-                if nbytes < state.host_limit:
-                    self._small_calls[0] += 1
-                    return self._ufunc(*args)
+        if small_host_call(args, kwargs, state.host_limit):  # NumPy's own call, counted
+            self._small_calls[0] += 1
+            return self._ufunc(*args, **kwargs)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, sys._getframe(1))
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -176,7 +183,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
 
     fast = func not in _SIZE_DECIDES
     # closure cells load faster than module globals: this runs on every small-array call
-    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
+    state_get, config, small = _state_get, _config, small_host_call
     # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
     # __array_function__ dispatch would only call this: calling it directly repays the check.
     impl = getattr(func, "_implementation", func)
@@ -191,44 +198,9 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
             state = config._default
         if state.backend is None:
             return func(*args, **kwargs)
-        if fast:
-            nbytes = 0
-            for x in args:
-                t = type(x)
-                if t is ndarray_type:
-                    nbytes += x.nbytes
-                elif t in plain:
-                    continue
-                elif t is tuple or t is list:
-                    # the dispatcher's rule: the first item tells numbers (data, a shape) from operands
-                    if not x or type(x[0]) in plain:
-                        continue
-                    for item in x:  # the arrays of concatenate, stack, ...
-                        t = type(item)
-                        if t is ndarray_type:
-                            nbytes += item.nbytes
-                        elif t not in plain:
-                            nbytes = -1
-                            break
-                    if nbytes < 0:
-                        break
-                else:
-                    nbytes = _host_bytes((x,), ndarray_type, plain, nbytes)
-                    if nbytes < 0:
-                        break
-            else:
-                if not kwargs:
-                    if nbytes < state.host_limit:
-                        small_calls[0] += 1
-                        return impl(*args)
-                else:
-                    for x in kwargs.values():
-                        if type(x) not in plain:
-                            nbytes = _host_bytes(kwargs.values(), ndarray_type, plain, nbytes)
-                            break
-                    if 0 <= nbytes < state.host_limit:
-                        small_calls[0] += 1
-                        return impl(*args, **kwargs)
+        if fast and small(args, kwargs, state.host_limit):
+            small_calls[0] += 1
+            return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
     return _finish(routed, func, module)
@@ -308,7 +280,7 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
     nested lists (which may hold device arrays) and other objects go to the dispatcher.
     """
     routed = wrap_function(func, module, native)
-    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
+    state_get, config, ndarray_type, plain, small = _state_get, _config, _ndarray, _HOST_SCALARS, small_host_call
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
         wrapper = _speedups.Wrapper(_speedups.CONSTRUCTOR, func, func, routed, small_calls)
@@ -327,13 +299,13 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
         data = args[0]
         t = type(data)
         if t is ndarray_type:
-            if data.nbytes < state.host_limit:
+            if small((data,), None, state.host_limit):
                 small_calls[0] += 1
                 return func(*args, **kwargs) if kwargs else func(*args)
             return routed(*args, **kwargs)
         if t in plain or ((t is list or t is tuple) and (not data or type(data[0]) in plain)):
             host = func(*args, **kwargs)
-            if type(host) is not ndarray_type or host.nbytes < state.host_limit or state.backend.is_host:
+            if type(host) is not ndarray_type or small((host,), None, state.host_limit) or state.backend.is_host:
                 small_calls[0] += 1
                 return host
             return _dispatch.place_constructed(func, host, state.backend, state)
@@ -356,7 +328,7 @@ def wrap_reduction(
     placement check on small-array code. Anything else takes the ordinary wrapper.
     """
     routed = wrap_function(func, module, native)
-    state_get, config, ndarray_type, axis_types = _state_get, _config, _ndarray, _AXIS_TYPES
+    state_get, config, ndarray_type, axis_types, small = _state_get, _config, _ndarray, _AXIS_TYPES, small_host_call
     reduce = uf.reduce
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
@@ -381,7 +353,7 @@ def wrap_reduction(
             state = state_get()
             if state is None:
                 state = config._default
-            if state.backend is not None and a.nbytes < state.host_limit:
+            if state.backend is not None and small((a,), None, state.host_limit):
                 small_calls[0] += 1
                 return reduce(a, axis, dtype)
         return routed(*args, **kwargs)

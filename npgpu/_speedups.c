@@ -297,6 +297,19 @@ host_bytes(PyObject *const *items, Py_ssize_t n)
     return total;
 }
 
+/* THE small-call predicate (the Python twin: npgpu/_namespace.py, small_host_call): 1 when the
+ * items are host data whose arrays stay below limit bytes (NumPy runs the call at once), 0 when
+ * not, -1 on error. */
+static int
+small_host_call(PyObject *const *items, Py_ssize_t n, long long limit)
+{
+    long long nbytes = host_bytes(items, n);
+    if (nbytes == -2) {
+        return -1;
+    }
+    return nbytes >= 0 && nbytes < limit;
+}
+
 static int
 count_small_call(Wrapper *self)
 {
@@ -349,13 +362,12 @@ function_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwna
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
     if (self->fast) {
-        long long limit = fields->host_limit;
         Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-        long long nbytes = host_bytes(args, n);
-        if (nbytes == -2) {
+        int small = small_host_call(args, n, fields->host_limit);
+        if (small < 0) {
             return NULL;
         }
-        if (nbytes >= 0 && nbytes < limit) {
+        if (small) {
             if (count_small_call(self) < 0) {
                 return NULL;
             }
@@ -520,11 +532,11 @@ constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *data = args[0];
     PyTypeObject *t = Py_TYPE(data);
     if (t == g_ndarray) {
-        long long nbytes = array_nbytes(data);
-        if (nbytes < 0) {
+        int small = small_host_call(&data, 1, limit);
+        if (small < 0) {
             goto done;
         }
-        if (nbytes < limit) {
+        if (small) {
             if (count_small_call(self) == 0) {
                 result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
             }
@@ -539,14 +551,10 @@ constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
         if (host == NULL) {
             goto done;
         }
-        int small = Py_TYPE(host) != g_ndarray;
-        if (!small) {
-            long long nbytes = array_nbytes(host);
-            if (nbytes < 0) {
-                Py_DECREF(host);
-                goto done;
-            }
-            small = nbytes < limit;
+        int small = Py_TYPE(host) != g_ndarray ? 1 : small_host_call(&host, 1, limit);
+        if (small < 0) {
+            Py_DECREF(host);
+            goto done;
         }
         if (!small) {
             PyObject *is_host = PyObject_GetAttr(backend, s_is_host);
@@ -605,12 +613,11 @@ reduction_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwn
         return NULL;
     }
     if (fields->backend != Py_None) {
-        long long limit = fields->host_limit;
-        long long nbytes = array_nbytes(args[0]);
-        if (nbytes < 0) {
+        int small = small_host_call(args, 1, fields->host_limit);
+        if (small < 0) {
             return NULL;
         }
-        if (nbytes < limit) {
+        if (small) {
             if (count_small_call(self) < 0) {
                 return NULL;
             }
