@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import numpy
 
 from .. import _errors, _fperr
+from ..kernels import ir
 from ..kernels import ufuncs as _table
 from .base import Backend, dtype_argument, native_numeric
 
@@ -106,6 +107,7 @@ class ArrayModuleBackend(Backend):
         self.functions = functions
         self._keywords = keywords
         self.creation = frozenset(getattr(numpy, n) for n in CREATION_FUNCTIONS if getattr(numpy, n) in functions)
+        self._eager_graphs: dict[Any, Any] = {}  # (_own_ufunc's one-node graphs)
 
     # -- memory -------------------------------------------------------------
     def is_native(self, obj: Any) -> bool:
@@ -203,6 +205,61 @@ class ArrayModuleBackend(Backend):
             return getattr(xp, name)(a.reshape(a.shape + (1,) * b.ndim), b)
         raise AssertionError(f"unrouted ufunc method {method}")  # supports_ufunc said no
 
+    def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """An eager call of a real-valued ufunc run by npgpu's own one-node kernel (the fused
+        kernels' code: NumPy's formulas for special values, its error conditions checked inline,
+        float32 subnormals kept), or None where CuPy's ufunc runs it.
+
+        CuPy's own ufuncs differ from NumPy's at special values (floor_divide(inf, 1.0) is inf
+        there, NumPy's nan; remainder(0.0, inf) nan, NumPy's 0.0) and flush float32 subnormals."""
+        if ufunc.nout != 1 or not set(kwargs) <= {"out"}:
+            return None
+        kinds: list[str] = []
+        types: list[Any] = []
+        for x in inputs:
+            if self.is_native(x):
+                kinds.append("array")
+                types.append(x.dtype)
+            elif type(x) in (int, float, bool) or isinstance(x, numpy.generic):
+                kinds.append("scalar")
+                types.append(_weak(x))
+            else:
+                return None
+        try:
+            loop = tuple(ufunc.resolve_dtypes((*types, None)))
+        except (TypeError, ValueError):
+            return None
+        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in loop) or \
+                not _table.supports_loop(ufunc, loop):
+            return None
+        shape = numpy.broadcast_shapes(*(x.shape for x, k in zip(inputs, kinds) if k == "array"))
+        out = kwargs.get("out")
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if target is not None and not (self.is_native(target) and target.dtype == loop[-1] and target.shape == shape):
+            return None
+        scalars = []
+        for x, kind, dt in zip(inputs, kinds, loop):
+            if kind == "scalar":
+                if type(x) is int and not numpy.can_cast(numpy.min_scalar_type(x), dt) and dt.kind in "iu":
+                    return None  # (an out-of-range Python int: NumPy's OverflowError or widened comparison)
+                scalars.append(dt.type(x))
+        if ufunc is numpy.power and loop[0].kind in "iu":
+            self._check_int_power(*inputs)
+        state = _fperr.current()
+        check = state.check & _table.error_categories(ufunc, loop)
+        operand_dtypes = tuple(loop[: ufunc.nin])
+        key = (ufunc, loop, tuple(kinds), check)
+        graph = self._eager_graphs.get(key)
+        if graph is None:  # (a few hundred at most: ufuncs x loops x operand kinds x checks)
+            graph = self._eager_graphs.setdefault(key, ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes,
+                                                                     (loop[-1],), check))
+        arrays = [x for x, kind in zip(inputs, kinds) if kind == "array"]
+        launch = _fperr.call_launch(graph, state) if graph.error_nodes else None
+        result = self.run_fused(graph, arrays, scalars, shape, out=target, errors=launch)
+        if launch is not None:
+            _fperr.launched(self, launch)
+        return result
+
     def supports_function(
         self, func: Callable[..., Any], dtypes: tuple[numpy.dtype, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> bool:
@@ -248,12 +305,21 @@ class ArrayModuleBackend(Backend):
         return hasattr(self.xp.random.Generator, name) and not kwargs.get("out")
 
     # -- ndarray methods (the dispatcher passes the native array first) -------------------
-    @staticmethod
-    def _method_astype(a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+    def _method_astype(self, a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                        copy: bool = True) -> Any:
         if casting != "unsafe" and not numpy.can_cast(a.dtype, dtype, casting):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
                             f"according to the rule {casting!r}")
+        target = numpy.dtype(dtype)
+        if (a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype)
+                and _table.is_supported_dtype(target) and (order in "CA" and order != "A" or a.flags.c_contiguous)):
+            # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
+            # C conversion does: the cast kernel of npgpu's code generator follows NumPy's
+            key = ("astype", a.dtype, target)
+            graph = self._eager_graphs.get(key)
+            if graph is None:
+                graph = self._eager_graphs.setdefault(key, ir.cast_graph(a.dtype, target))
+            return self.run_fused(graph, [a], [], a.shape)
         return a.astype(dtype, order=order, copy=copy)
 
     @staticmethod
@@ -415,6 +481,10 @@ class EmulatedBackend(ArrayModuleBackend):
         return self._held(self._as_device_result(super().call_function(func, args, kwargs)))
 
     def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "__call__":
+            own = self._own_ufunc(ufunc, inputs, kwargs)
+            if own is not None:
+                return own
         return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))
 
     def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
@@ -736,6 +806,8 @@ class CupyBackend(ArrayModuleBackend):
     pinned_destination_max_bytes = 1 << 30
 
     def to_host(self, native: Any) -> numpy.ndarray:
+        if native.dtype.char in _ALIASED_CHARS:  # (CuPy's bool sums are 'q', NumPy's 'l': numpy.longlong
+            native = native.view(numpy.dtype(native.dtype.str))  # is not numpy.int64 where both are 8 bytes)
         stager = self._stager_for_size(native.nbytes)
         if stager is None:
             return native.get()
@@ -755,14 +827,60 @@ class CupyBackend(ArrayModuleBackend):
 
     # -- complex products rounded as the host's NumPy rounds them -----------------------------
     def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if method == "__call__" and not kwargs and ufunc in _COMPLEX_PRODUCTS:
-            exact = self._complex_product(ufunc, inputs)
-            if exact is not None:
-                return exact
+        if method == "__call__" and ufunc in _COMPLEX_PRODUCTS and set(kwargs) <= {"out"}:
+            out = kwargs.get("out")
+            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+            if self.is_native(inputs[0]) and (target is None or (
+                    self.is_native(target) and target.dtype == inputs[0].dtype and target.shape == inputs[0].shape)):
+                exact = self._complex_product(ufunc, inputs)
+                if exact is not None:
+                    if target is None:
+                        return exact
+                    target[...] = exact  # (a ** n into a: the product is computed first, then stored)
+                    return target
+        if method == "__call__":
+            own = self._own_ufunc(ufunc, inputs, kwargs)
+            if own is not None:
+                return own
         result = super().call_ufunc(ufunc, method, inputs, kwargs)
         if method == "__call__":
             self._eager_errors(ufunc, inputs, result)
+        elif method == "reduce" and ufunc in (numpy.add, numpy.multiply) and self.is_native(inputs[0]):
+            self._reduction_errors(inputs[0], result)
         return result
+
+    # -- NumPy's overflow and invalid reports of sums and products (CuPy's reductions make none) --
+    def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = super().call_function(func, args, kwargs)
+        if func in _CHECKED_REDUCTIONS and args and self.is_native(args[0]):
+            self._reduction_errors(args[0], result)
+        return result
+
+    def _reduction_errors(self, values: Any, result: Any) -> None:
+        """A sum, product or mean reports what NumPy's reduce reports ("overflow encountered in
+        reduce", "invalid value ..."): where a result is inf though no value was inf or NaN, and NaN
+        though no value was. Two small flag kernels (one pass over the values, one over the result),
+        their flags read at the next sync point as a fused launch's are (npgpu/_fperr.py)."""
+        if values.dtype.kind != "f" or not self.is_native(result) or result.dtype.kind != "f" or not values.size:
+            return
+        state = _fperr.current()
+        if not state.check & (_table.OVER | _table.INVALID):
+            return
+
+        def build() -> Any:
+            body = ("unsigned char* npg_err = (unsigned char*)npg_errp + npg_err_off;\n"
+                    "if (npg_first == 0 ? !isfinite(x) : isinf(x)) npg_err[npg_first] = 1;\n"
+                    "if (isnan(x)) npg_err[npg_first + 1] = 1;")
+            return self.xp.ElementwiseKernel("uint64 npg_errp, int64 npg_err_off, int64 npg_first", "T x", body,
+                                             "npg_reduction_errors", options=self.NVRTC_OPTIONS, no_return=True)
+
+        kernel = self._kernel(("reduction_errors",), build)
+        launch = _fperr.call_launch(None, state, ("reduce",), global_reduce=True)
+        buffer, base = _fperr.reserve(self, launch)
+        pointer = numpy.uint64(buffer.data.ptr)
+        kernel(pointer, numpy.int64(base), numpy.int64(0), values)  # (x is an "output" only read)
+        kernel(pointer, numpy.int64(base), numpy.int64(2), result)
+        _fperr.launched(self, launch)
 
     def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
         """multiply, square and power of complex arrays with NumPy's own rounding, or None.
@@ -806,11 +924,12 @@ class CupyBackend(ArrayModuleBackend):
                                              preamble=_COMPLEX_POWER_PREAMBLE, options=self.NVRTC_OPTIONS)
 
         kernel = self._kernel(("complex_power",), build)
-        result = kernel(z, numpy.int64(abs(n)))
-        if n >= 0:
-            return result
-        # NumPy divides 1 by the power; a zero base gives nan+nanj there
-        return self.xp.where(z == 0, self.xp.asarray(complex(numpy.nan, numpy.nan), z.dtype), 1 / result)
+        result = kernel(z, numpy.int64(n))
+        if n < 0 and numpy.geterr()["invalid"] != "ignore" and bool((z == 0).any()):
+            # NumPy's loop raises invalid for a zero base: the same operation on the host raises it
+            # under the errstate in force (warn, raise, call or log)
+            numpy.power(numpy.complex128(0), -1)
+        return result
 
     # -- NumPy's PCG64 and MT19937 doubles computed on the GPU (backends/random_kernels.py) ------
     random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
@@ -1070,7 +1189,33 @@ class CupyBackend(ArrayModuleBackend):
             "  }",
             "}",
         ])
-        return self.xp.RawKernel(source, "npg_fused_contiguous", options=self.NVRTC_OPTIONS), self.BLOCK * unroll
+        return self._compile(source, "npg_fused_contiguous"), self.BLOCK * unroll
+
+    def _compile(self, source: str, name: str) -> Any:
+        """Kernel ``name`` of CUDA ``source``, compiled by NVRTC without flushing float32 subnormals.
+
+        CuPy compiles every kernel with ``-ftz=true`` (cupy/cuda/compiler.py; cupy#9576), where NumPy
+        keeps subnormals (float32 1e-40 * 1 is 1e-40, log(1e-40) finite). npgpu's generated kernels
+        are compiled here with ``-ftz=false`` instead and cached on disk (``NPGPU_CACHE_DIR``, default
+        ~/.cache/npgpu), keyed by the source, the options, the GPU's architecture and the NVRTC and
+        CuPy versions. Where CuPy lacks the compiler entry point, CuPy's RawKernel is used (flushing)."""
+        cp = self.xp
+        try:
+            from cupy.cuda import compiler, function
+        except ImportError:  # pragma: no cover  (a CuPy without its compiler module)
+            return cp.RawKernel(source, name, options=self.NVRTC_OPTIONS)
+        compile_ = getattr(compiler, "compile_using_nvrtc", None)
+        if compile_ is None:
+            return cp.RawKernel(source, name, options=self.NVRTC_OPTIONS)
+        options = (*self.NVRTC_OPTIONS, "-ftz=false")
+        binary = _cached_binary(cp, source, options)
+        if binary is None:
+            compiled = compile_(source, options, cache_in_memory=True)
+            binary = compiled[0] if isinstance(compiled, tuple) else compiled
+            _store_binary(cp, source, options, binary)
+        module = function.Module()
+        module.load(bytes(binary))
+        return module.get_function(name)  # (the function keeps its module loaded)
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
@@ -1095,6 +1240,11 @@ class CupyBackend(ArrayModuleBackend):
         return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
 
 
+#: functions whose results report NumPy's reduce errors (CupyBackend._reduction_errors)
+_CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
+#: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
+#: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
+_ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)
 _COMPLEX_PRODUCTS = frozenset({numpy.multiply, numpy.square, numpy.power})
 _CONSTANT_POWER = {0.5: "sqrt", -1: "reciprocal", 2: "square", 1: "positive"}
 # NumPy's complex multiply and square loops: with FMA (the SIMD loops of hosts that have it,
@@ -1150,7 +1300,9 @@ def _views_as_class(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _small_integer_exponent(x: Any) -> int | None:
     """The integer n of a scalar exponent for which NumPy's complex power multiplies (|n| < 100)."""
-    if isinstance(x, (bool, numpy.bool_)) or not isinstance(x, (int, float, complex, numpy.number)):
+    if isinstance(x, (bool, numpy.bool_)):
+        return int(x)  # (cast to the complex loop: True is 1+0j)
+    if not isinstance(x, (int, float, complex, numpy.number)):
         return None
     value = complex(x)
     if value.imag != 0 or value.real != int(value.real) or not -100 < value.real < 100:
@@ -1158,33 +1310,85 @@ def _small_integer_exponent(x: Any) -> int | None:
     return int(value.real)
 
 
-# NumPy's complex power for an integer exponent (numpy/_core/src/umath/funcs.inc.src, nc_pow):
-# 0 -> 1; a zero base -> 0 (n > 0); n = 1, 2, 3 unrolled; otherwise binary exponentiation,
-# multiplying the accumulator by the running square. Products are a*b = (ar*br - ai*bi,
-# ar*bi + ai*br), compiled with --fmad=false so each operation rounds as NumPy's does.
+# NumPy's complex power for an integer exponent (npy_cpow in numpy/_core/src/npymath): n = 0
+# gives 1; a zero base gives 0 for n > 0, nan+nanj (invalid) otherwise; n = 1, 2, 3 are unrolled;
+# other |n| < 100 by binary exponentiation, multiplying the accumulator by the running square,
+# and a negative n divides 1 by that product with Smith's algorithm (NumPy's complex division).
+# Products are a*b = (ar*br - ai*bi, ar*bi + ai*br), compiled with --fmad=false so each
+# operation rounds as NumPy's does.
 _COMPLEX_POWER_PREAMBLE = """
 template <typename T> __device__ T npg_cmul(const T& x, const T& y) {
     return T(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
 }
+template <typename T> __device__ T npg_cdiv(const T& a, const T& b) {
+    typedef decltype(a.real()) R;
+    const R ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
+    const R abs_br = br < 0 ? -br : br, abs_bi = bi < 0 ? -bi : bi;
+    if (abs_br >= abs_bi) {
+        if (abs_br == 0 && abs_bi == 0) {
+            return T(ar / abs_br, ai / abs_bi);
+        }
+        const R rat = bi / br;
+        const R scl = R(1) / (br + bi * rat);
+        return T((ar + ai * rat) * scl, (ai - ar * rat) * scl);
+    }
+    const R rat = br / bi;
+    const R scl = R(1) / (bi + br * rat);
+    return T((ar * rat + ai) * scl, (ai * rat - ar) * scl);
+}
 """
 _COMPLEX_POWER_BODY = """
 if (n == 0) { r = T(1, 0); }
-else if (z.real() == 0 && z.imag() == 0) { r = T(0, 0); }
+else if (z.real() == 0 && z.imag() == 0) {
+    r = n > 0 ? T(0, 0) : T(nan(""), nan(""));
+}
 else if (n == 1) { r = z; }
 else if (n == 2) { r = npg_cmul(z, z); }
 else if (n == 3) { r = npg_cmul(z, npg_cmul(z, z)); }
 else {
+    const long long m = n < 0 ? -n : n;
     T acc = T(1, 0), p = z;
     long long mask = 1;
     while (true) {
-        if (n & mask) acc = npg_cmul(acc, p);
+        if (m & mask) acc = npg_cmul(acc, p);
         mask <<= 1;
-        if (n < mask || mask <= 0) break;
+        if (m < mask || mask <= 0) break;
         p = npg_cmul(p, p);
     }
-    r = acc;
+    r = n < 0 ? npg_cdiv(T(1, 0), acc) : acc;
 }
 """
+
+
+def _binary_path(cp: Any, source: str, options: tuple[str, ...]) -> str:
+    import hashlib
+
+    major, minor = cp.cuda.nvrtc.getVersion()
+    arch = cp.cuda.Device().compute_capability
+    key = "\0".join([source, *options, arch, f"{major}.{minor}", cp.__version__]).encode()
+    root = os.environ.get("NPGPU_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "npgpu")
+    return os.path.join(root, "cuda", hashlib.sha256(key).hexdigest() + ".bin")
+
+
+def _cached_binary(cp: Any, source: str, options: tuple[str, ...]) -> bytes | None:
+    try:
+        with open(_binary_path(cp, source, options), "rb") as f:
+            return f.read() or None
+    except OSError:
+        return None
+
+
+def _store_binary(cp: Any, source: str, options: tuple[str, ...], binary: bytes) -> None:
+    """Write a compiled kernel to the disk cache (atomically; a cache that can't be written is skipped)."""
+    path = _binary_path(cp, source, options)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.{threading.get_ident()}"
+        with open(temporary, "wb") as f:
+            f.write(bytes(binary))
+        os.replace(temporary, path)
+    except OSError:
+        pass
 
 
 def _evaluate(graph: Any, inputs: list[Any], scalars: list[Any], flags: tuple[numpy.ndarray, int] | None = None

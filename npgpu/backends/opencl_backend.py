@@ -272,11 +272,11 @@ class OpenCLBackend(Backend):
         self.unified_memory = bool(self.device.host_unified_memory)
         #: buffers in NumPy-allocated host memory (USE_HOST_PTR): CPU devices, where device memory is host memory
         self.host_backed = self.is_cpu and self.unified_memory
-        # Device memory is recycled through PyOpenCL's pool: a fresh clCreateBuffer per temporary
-        # costs more than a fused kernel on a GPU (the in-order queue keeps reuse safe).
-        import pyopencl.tools
-
-        self._pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
+        # Device buffers are plain clCreateBuffer allocations, released when their last array dies.
+        # (PyOpenCL's MemoryPool is not safe under threads: a pooled buffer returns to the pool from
+        # whichever thread drops it last, while another thread allocates from it with the GIL released;
+        # on NVIDIA's OpenCL that crashed the process in tests/test_threads.py. OpenCL's own object
+        # creation and release are thread-safe.)
         # NumPy's float32 division and sqrt are correctly rounded; OpenCL allows 2.5-3 ulp unless
         # asked (NVIDIA takes the liberty), so ask wherever the device offers it.
         rounded = cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
@@ -473,8 +473,7 @@ class OpenCLBackend(Backend):
                 weakref.finalize(view, self._retired.append, owner)
                 del view
             else:
-                with self._lock:
-                    buf = self._pool.allocate(nbytes)
+                buf = cl.Buffer(self.context, mf.READ_WRITE, nbytes)
         except MemoryError as exc:  # NumPy's: the host memory a CPU device computes in is exhausted
             raise self._no_memory(nbytes, str(exc)) from exc
         except cl.Error as exc:
