@@ -42,30 +42,8 @@ def native_wrappers() -> bool:
     return _speedups is not None
 
 
-def _host_bytes(values: Any, nbytes: int = 0, ndarray_type: type = _ndarray,
-                plain: frozenset[type] = _HOST_SCALARS) -> int:
-    """``nbytes`` plus the bytes of the NumPy arrays among ``values`` (and in tuples or lists of
-    them), or -1 when anything else is there (a device array, an unknown type)."""
-    for x in values:
-        t = type(x)
-        if t is ndarray_type:
-            nbytes += x.nbytes
-        elif t not in plain:
-            if t is not tuple and t is not list:
-                if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
-                    continue
-                return -1
-            if not x or type(x[0]) in plain:  # numbers: data or a shape, not operands (the first item tells)
-                continue
-            for item in x:  # the arrays of concatenate, stack, ...
-                if type(item) is ndarray_type:
-                    nbytes += item.nbytes
-                elif type(item) not in plain:
-                    return -1
-    return nbytes
-
-
-def small_host_call(args: Any, kwargs: dict[str, Any] | None, limit: int) -> bool:
+def small_host_call(args: Any, kwargs: dict[str, Any] | None, limit: int, ndarray_type: type = _ndarray,
+                    plain: frozenset[type] = _HOST_SCALARS) -> bool:
     """THE small-call predicate: whether a call's arguments are all host data (NumPy arrays,
     plain values of _ops.HOST_SCALARS, dtypes, lists and tuples of those) whose arrays together
     stay below ``limit`` bytes, so that NumPy runs it at once (counted per function, without a
@@ -74,10 +52,25 @@ def small_host_call(args: Any, kwargs: dict[str, Any] | None, limit: int) -> boo
     Every wrapper below asks it (for a creation, the question is the request's size instead,
     read by _ops.CREATIONS' rule); npgpu/_speedups.c mirrors it (host_bytes, small_host_call),
     configured with the same _ops.HOST_SCALARS."""
-    nbytes = _host_bytes(args)
-    if kwargs and nbytes >= 0:
-        nbytes = _host_bytes(kwargs.values(), nbytes)
-    return 0 <= nbytes < limit
+    # (one function, its loop inlined: it is what small-array code pays on every call)
+    nbytes = 0
+    for x in (*args, *kwargs.values()) if kwargs else args:
+        t = type(x)
+        if t is ndarray_type:
+            nbytes += x.nbytes
+        elif t not in plain:
+            if t is not tuple and t is not list:
+                if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
+                    continue
+                return False  # a device array, an unknown type: the dispatcher decides
+            if not x or type(x[0]) in plain:  # numbers: data or a shape, not operands (the first item tells)
+                continue
+            for item in x:  # the arrays of concatenate, stack, ...
+                if type(item) is ndarray_type:
+                    nbytes += item.nbytes
+                elif type(item) not in plain:
+                    return False
+    return nbytes < limit
 
 
 def _on() -> bool:
@@ -328,7 +321,7 @@ def wrap_reduction(
     placement check on small-array code. Anything else takes the ordinary wrapper.
     """
     routed = wrap_function(func, module, native)
-    state_get, config, ndarray_type, axis_types, small = _state_get, _config, _ndarray, _AXIS_TYPES, small_host_call
+    state_get, config, ndarray_type, axis_types = _state_get, _config, _ndarray, _AXIS_TYPES
     reduce = uf.reduce
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
@@ -353,7 +346,8 @@ def wrap_reduction(
             state = state_get()
             if state is None:
                 state = config._default
-            if state.backend is not None and small((a,), None, state.host_limit):
+            # small_host_call((a,), None, limit) for one exact ndarray, inlined (this road exists for its cost)
+            if state.backend is not None and a.nbytes < state.host_limit:
                 small_calls[0] += 1
                 return reduce(a, axis, dtype)
         return routed(*args, **kwargs)
