@@ -6,11 +6,12 @@ counted, for what the device can't do. Importing npgpu imports no GPU library.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as _numpy
 
-from . import _namespace, _random
+from . import _array, _callsite, _config, _dispatch, _fperr, _hooks, _namespace, _native, _ops, _random, _transfer
 from ._array import DeviceArray
 from ._config import current_backend, disable, enable
 from ._errors import (
@@ -24,6 +25,27 @@ from ._errors import (
     StagingTimeoutError,
 )
 from ._report import Report, report
+from .backends import _instances as _backends
+from .backends import get_backend as _get_backend
+from .lazy import materialize as _materialize
+from .lazy import recorder as _recorder
+from .lazy import registry as _registry
+
+# The composition root: the one inversion (DeviceArray reaching the dispatcher) and the C
+# extension's configuration, each installed once, here (docs/ARCHITECTURE.md).
+_hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function=_dispatch.function,
+               ufunc=_dispatch.ufunc, fast_call=_dispatch._fast_call, on_host=_dispatch.on_host,
+               to_host=_transfer.to_host, materialize=_materialize.materialize,
+               record_binary=_recorder.record_binary, record_unary=_recorder.record_unary)
+_native.configure(_native.Parts(
+    state_var=_config._state, config_globals=vars(_config), ndarray=_numpy.ndarray, dtype=_numpy.dtype,
+    host_scalars=_ops.HOST_SCALARS, dispatch_function=_dispatch.function,
+    place_constructed=_dispatch.place_constructed, array_type=DeviceArray, pending_type=_registry.Pending,
+    scalar_type=_registry.ScalarArg, ref_type=_registry._Ref, forget=_registry._forget, refs=_registry._refs,
+    recorder_globals=vars(_recorder), materialize=_materialize.materialize, errstate_var=_fperr._EXTOBJ,
+    errstate_cache=_fperr.CACHE, warnings_globals=_fperr._WARNINGS, code_kind=_callsite.CODE_KIND,
+    record_binary=_recorder.record_binary, record_unary=_recorder.record_unary, use_walk=_materialize.use_walk,
+    front_methods=_array.use_native_methods))
 
 globals().update(_namespace.mirror(_numpy, "npgpu", _namespace.numpy_dispatched()))
 ndarray = _numpy.ndarray  # NumPy's own classes: subclassing, views and type checks are NumPy's
@@ -54,22 +76,16 @@ def sync() -> None:
     """Run the fused work this thread has recorded, then wait until all device work queued so far
     (by any thread) has finished: for timing, before reading clocks. Other threads' recorded
     (not yet queued) work stays theirs to run."""
-    from . import _fperr
-    from .backends import _instances  # (already imported: a module attribute lookup, not an import)
-    from .lazy import materialize as lazy
-
-    if lazy._pending:
-        lazy.flush_thread()
-    for backend in list(_instances.values()):
+    if _materialize._pending:
+        _materialize.flush_thread()
+    for backend in list(_backends.values()):
         backend.sync()
         _fperr.deliver(backend)  # floating-point warnings of the work that ran
 
 
 def routed_functions(backend: str = "cupy") -> list[str]:
     """Names of the NumPy functions and ufuncs that run on ``backend``'s device (others fall back)."""
-    from .backends import get_backend
-
-    instance = get_backend(backend)
+    instance = _get_backend(backend)
     names = []
     for func in instance.functions:
         module = getattr(func, "__module__", "") or ""
@@ -103,6 +119,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(dir(_numpy)))
 
 
-from . import _config  # noqa: E402  (after the namespace exists, so a backend import can use it)
-
-_config.enable_from_environment()
+_config.enable_from_environment()  # (last: a backend imported here finds the namespace complete)

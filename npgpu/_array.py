@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import pickle
 import sys
 from typing import Any
 
@@ -15,19 +16,15 @@ import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
 from numpy.lib.stride_tricks import as_strided
 
-from . import _config
+from . import _callsite, _config
+from ._hooks import core as _core
+from .backends import get_backend, unavailable_reason
 
-#: npgpu._dispatch, set when that module loads (it imports this one, so not the other way round),
-#: with the fusion recorder's one-function paths for the commonest calls and the loop cache they read
-_dispatch: Any = None
-_record_binary: Any = None
-_record_unary: Any = None
-_LOOPS: dict[Any, Any] = {}
 _state = _config._state
 
 
 def _function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return _dispatch.function(func, args, kwargs)
+    return _core.function(func, args, kwargs)
 
 
 def _shape_arg(shape: tuple[Any, ...]) -> Any:
@@ -36,47 +33,9 @@ def _shape_arg(shape: tuple[Any, ...]) -> Any:
     return shape
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
-_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
-_code_kind: dict[Any, int] = {}  # code object -> 0 NumPy/npgpu internals, 1 library, 2 user code
-
-
-def _kind(code: Any) -> int:
-    kind = _code_kind.get(code)
-    if kind is None:
-        filename = code.co_filename
-        if filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)) or filename.startswith("<frozen"):
-            kind = 0
-        elif any(marker in filename for marker in _LIBRARY_MARKERS):
-            kind = 1
-        else:
-            kind = 2
-        _code_kind[code] = kind
-    return kind
-
-
-def _caller(frame: Any = None) -> tuple[Any, bool]:
-    """(the first frame outside NumPy and npgpu, whether it belongs to a third-party library),
-    looking from ``frame`` (default: the caller's caller) outwards.
-
-    Library code (SciPy, matplotlib, pandas, ...) gets host arrays, as with plain NumPy; the
-    frame of user code is where the report counts the call.
-    """
-    if frame is None:
-        frame = sys._getframe(2)
-    while frame is not None:
-        kind = _code_kind.get(frame.f_code)
-        if kind is None:
-            kind = _kind(frame.f_code)
-        if kind:
-            return frame, kind == 1
-        frame = frame.f_back
-    return None, False
-
-
-def _called_from_library() -> bool:
-    return _caller()[1]
+_code_kind = _callsite.CODE_KIND  # code object -> 0 NumPy/npgpu internals, 1 library, 2 user code
+_caller = _callsite.caller
+_called_from_library = _callsite.called_from_library
 
 
 # Operand types that never need the foreign-array check (the common case, tested by identity).
@@ -259,9 +218,7 @@ class DeviceArray(NDArrayOperatorsMixin):
     def _native(self) -> Any:
         """The backend array, computing a pending expression first."""
         if self._device_data is None:
-            from .lazy.materialize import materialize
-
-            materialize(self)
+            _core.materialize(self)
         return self._device_data
 
     @_native.setter
@@ -276,13 +233,13 @@ class DeviceArray(NDArrayOperatorsMixin):
             if len(inputs) == 1 and inputs[0] is self and _code_kind.get(frame.f_code) == 2:  # np.sqrt(x)
                 state = _state.get() or _config._default
                 if state.fusion and state.backend is not None:
-                    result = _record_unary(ufunc, self, frame, _LOOPS)
+                    result = _core.record_unary(ufunc, self, frame, _core.loops)
                     if result is not None:
                         return result
             result = _direct_call(ufunc, inputs, frame)
             if result is not _LIBRARY:
                 return result
-            return _dispatch.on_host(ufunc, ufunc, inputs, kwargs)
+            return _core.on_host(ufunc, ufunc, inputs, kwargs)
         for x in (inputs + kwargs.get("out", ()) + (kwargs.get("where"),)) if kwargs else inputs:
             if type(x) not in _OWN_TYPES and hasattr(x, "__array_ufunc__"):
                 override = type(x).__array_ufunc__
@@ -293,29 +250,25 @@ class DeviceArray(NDArrayOperatorsMixin):
                     return NotImplemented  # an ndarray subclass with its own override decides first (NEP 13)
         frame, library = _caller()
         if library:
-            return _dispatch.on_host(ufunc, getattr(ufunc, method) if method != "__call__" else ufunc, inputs, kwargs)
-        return _dispatch.ufunc(ufunc, method, inputs, kwargs, frame)
+            return _core.on_host(ufunc, getattr(ufunc, method) if method != "__call__" else ufunc, inputs, kwargs)
+        return _core.ufunc(ufunc, method, inputs, kwargs, frame)
 
     def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:
         if not all(issubclass(t, (DeviceArray, numpy.ndarray)) for t in types):
             return NotImplemented
         if _called_from_library():
-            return _dispatch.on_host(func, func, args, kwargs)
+            return _core.on_host(func, func, args, kwargs)
         return _function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> numpy.ndarray:
         if copy is False:
             raise ValueError("an npgpu device array can't be viewed as a host array without a copy (copy=False)")
-        from ._dispatch import to_host
-
-        host = to_host(self)
+        host = _core.to_host(self)
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        import npgpu
-
-        return npgpu
+        return _core.namespace
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._native.__dlpack__(**kwargs)
@@ -669,13 +622,9 @@ class DeviceArray(NDArrayOperatorsMixin):
         raise ValueError(f"unknown device {device!r}: npgpu arrays are on {self.device!r} or 'cpu'")
 
     def dumps(self) -> bytes:
-        import pickle
-
         return pickle.dumps(self, protocol=2)
 
     def dump(self, file: Any) -> None:
-        import pickle
-
         if isinstance(file, (str, os.PathLike)):
             with open(file, "wb") as f:
                 pickle.dump(self, f, protocol=2)
@@ -730,10 +679,10 @@ def _direct_call(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
             return _LIBRARY
     state = _state.get() or _config._default
     if state.backend is not None:  # the common case (_fast_call declines gufuncs and odd arities)
-        result = _dispatch._fast_call(uf, inputs, state.fusion, frame)
+        result = _core.fast_call(uf, inputs, state.fusion, frame)
         if result is not NotImplemented:
             return result
-    return _dispatch.ufunc(uf, "__call__", inputs, {}, frame)
+    return _core.ufunc(uf, "__call__", inputs, {}, frame)
 
 
 _NoLoop = numpy._core._exceptions._UFuncNoLoopError
@@ -758,7 +707,7 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
             if (t is DeviceArray or t is float) and _code_kind.get(frame.f_code) == 2:  # the commonest call
                 state = _state.get() or _config._default
                 if state.fusion and state.backend is not None:
-                    result = _record_binary(uf, self, other, reflected, frame, _LOOPS)
+                    result = _core.record_binary(uf, self, other, reflected, frame, _core.loops)
                     if result is not None:
                         return result
             result = _direct_call(uf, (other, self) if reflected else (self, other), frame)
@@ -785,7 +734,7 @@ def _direct_unary(uf: numpy.ufunc, name: str) -> Any:
         if _code_kind.get(frame.f_code) == 2:
             state = _state.get() or _config._default
             if state.fusion and state.backend is not None:
-                result = _record_unary(uf, self, frame, _LOOPS)
+                result = _core.record_unary(uf, self, frame, _core.loops)
                 if result is not None:
                     return result
         result = _direct_call(uf, (self,), frame)
@@ -853,8 +802,6 @@ for _name in [n for n, m in vars(DeviceArray).items() if getattr(m, "_npgpu_oper
 def use_native_methods(speedups: Any) -> None:
     """Front the operators and __array_ufunc__ with the C short road (``speedups``: the
     extension module), or put the Python methods back (None)."""
-    if speedups is not None:
-        speedups.configure_methods(_code_kind, globals())
     for name, (method, kind, uf) in _PYTHON_METHODS.items():
         if speedups is None:
             setattr(DeviceArray, name, method)
@@ -868,8 +815,6 @@ def use_native_methods(speedups: Any) -> None:
 def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> Any:
     # (``scalar``: pickles made before 0-d results became NumPy scalars; ignored)
     """Unpickle: back onto the same backend when it can run here, else a NumPy array."""
-    from .backends import get_backend, unavailable_reason
-
     if unavailable_reason(backend_name) is not None:
         return host
     backend = get_backend(backend_name)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
+from .backends import get_backend, resolve_auto
+
 _ON_FALLBACK = ("ignore", "warn", "raise", "log")
 #: Where large random draws come from (npgpu/_random.py): "auto": NumPy's streams for seeded
 #: generators, the device's own streams for unseeded ones; "numpy": NumPy's always; "device":
@@ -32,12 +34,12 @@ class State:
         # Host inputs below this many bytes stay in NumPy; computed once, read on every small call.
         limit = self.threshold
         if limit is None:
-            limit = getattr(self.backend, "upload_threshold_bytes", 0)
+            limit = 0 if self.backend is None else self.backend.upload_threshold_bytes
         object.__setattr__(self, "host_limit", limit)
         # Arrays made from nothing (zeros, arange, ...) below this many bytes are made by NumPy.
         create = self.threshold
         if create is None:
-            create = getattr(self.backend, "default_threshold_bytes", 1 << 20)
+            create = 1 << 20 if self.backend is None else self.backend.default_threshold_bytes
         object.__setattr__(self, "create_limit", create)
 
     @property
@@ -109,8 +111,6 @@ def enable(
     ``default_rng(s)``) and lets unseeded ones draw from the device's faster streams; "numpy"
     gives NumPy's numbers always; "device" draws from device streams always (other numbers).
     """
-    from .backends import get_backend, resolve_auto
-
     _validated(on_fallback, threshold)
     if random is not None and random not in RANDOM_MODES:
         raise ValueError(f"random must be one of {RANDOM_MODES}, not {random!r}")
@@ -141,7 +141,5 @@ def enable_from_environment() -> None:
     _validated(on_fallback, None)
     backend = None
     if name and name != "off":
-        from .backends import get_backend, resolve_auto
-
         backend = get_backend(resolve_auto() if name == "auto" else name)
     _default = State(backend=backend, on_fallback=on_fallback)

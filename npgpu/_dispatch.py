@@ -5,52 +5,28 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 from __future__ import annotations
 
 import inspect
-import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy
 
-from . import _array as _array_module
-from . import _config, _fperr, _operands, _placement, _report
+from . import _config, _operands, _ops, _placement, _report, _transfer
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
-from ._fallback import _place_result, fallback, holds_device_array, notify, run_on_host, to_host_tree
+from ._fallback import fallback, place_result, run_on_host
+from ._report import notify
+from ._transfer import holds_device_array, scan, to_native_tree, upload, wrap
 from .lazy import materialize as _lazy
 from .lazy import recorder as _recorder
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
-# Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
-# (tests/test_scalars.py checks each entry against NumPy itself)
-_ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray, numpy.copy,
-                              numpy.ndarray.copy, numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view,
-                              numpy.zeros, numpy.ones, numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like,
-                              numpy.empty_like, numpy.full_like, numpy.squeeze, numpy.transpose, numpy.real,
-                              numpy.imag, numpy.where, numpy.roll, numpy.pad, numpy.broadcast_to,
-                              numpy.broadcast_arrays, numpy.tensordot, numpy.unique, numpy.fft.fftn, numpy.fft.ifftn,
-                              numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d, numpy.expand_dims,
-                              numpy.moveaxis, numpy.asfortranarray, numpy.copyto})
-# Functions (and ndarray methods) that write into their first argument.
-MUTATES_FIRST = frozenset({numpy.copyto, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal,
-                           numpy.ndarray.__setitem__, numpy.ndarray.fill, numpy.ndarray.sort, numpy.ndarray.setfield})
-
-
-# Functions that only read shape and dtype: answered from zero-cost host proxies, no transfer.
-_METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, numpy.isrealobj, numpy.result_type,
-                       numpy.min_scalar_type, numpy.can_cast, numpy.common_type, numpy.broadcast_shapes})
-_MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
-# Array construction from host data: NumPy builds the array, placement decides whether it moves.
-# Where host data enters: the result is placed by its size (uploaded from the upload threshold).
-_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
-                           numpy.asfortranarray, numpy.load, numpy.loadtxt, numpy.genfromtxt, numpy.fromfile,
-                           numpy.fromiter})
+MUTATES_FIRST = _ops.MUTATES_FIRST
 
 
 def _proxy_tree(obj: Any) -> Any:
     if isinstance(obj, DeviceArray):
         return obj._host_proxy()
-    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
+    if isinstance(obj, (list, tuple)) and _transfer.has_arrays(obj):
         return type(obj)(_proxy_tree(item) for item in obj)
     return obj
 
@@ -64,130 +40,6 @@ def _memory_overlap(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return func(*args, **kwargs)
 
 
-# -- walking arguments ---------------------------------------------------------------------
-
-def _has_arrays(seq: list[Any] | tuple[Any, ...]) -> bool:
-    # Only sequences of arrays (or of sequences) are walked: a long list of numbers is data, not operands.
-    return bool(seq) and isinstance(seq[0], (DeviceArray, numpy.ndarray, list, tuple))
-
-
-def scan(obj: Any, devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> None:
-    """Collect the device arrays and host arrays among (nested list/tuple) arguments."""
-    if isinstance(obj, DeviceArray):
-        devices.append(obj)
-    elif isinstance(obj, numpy.ndarray):
-        hosts.append(obj)
-    elif isinstance(obj, (list, tuple)) and _has_arrays(obj):
-        for item in obj:
-            scan(item, devices, hosts)
-
-
-def to_native_tree(obj: Any, backend: Any, func: Any) -> Any:
-    """Device arrays -> their natives; host arrays -> uploaded natives (counted)."""
-    if isinstance(obj, DeviceArray):
-        if obj._backend is backend:
-            return obj._native
-        return upload(to_host(obj, func), backend, func)
-    if isinstance(obj, numpy.ndarray):
-        return upload(obj, backend, func)
-    if isinstance(obj, (list, tuple)) and _has_arrays(obj):
-        return type(obj)(to_native_tree(item, backend, func) for item in obj)
-    return obj
-
-
-def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
-    """A device copy of a host array; an array whose axes are permuted (Fortran order, a
-    transpose) keeps that layout, as ``np.asarray`` keeps it."""
-    start = time.perf_counter()
-    order = None if array.flags.c_contiguous else _axes_in_memory_order(array.shape, array.strides)
-    if order is not None and array.transpose(order).flags.c_contiguous:
-        native = backend.from_host(array.transpose(order))
-        native = backend.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
-    else:
-        native = backend.from_host(array)
-    _report.record_transfer("to_device", array.nbytes, time.perf_counter() - start, func)
-    return native
-
-
-def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
-    """A host copy of a device array with the same memory order of its axes (NumPy's order='K'),
-    so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
-    start = time.perf_counter()
-    backend = array._backend
-    try:
-        native = array._native  # (computing a pending array can find the device too small)
-        _fperr.prefetch(backend)
-        order = _axes_in_memory_order(native.shape, native.strides)
-        if order is None:
-            host = backend.to_host(native)
-        else:  # download the axes in memory order (a C-order copy of that view), then put them back
-            view = backend.call_function(numpy.transpose, (native, order), {})
-            host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
-    except DeviceMemoryError:  # [device faults] a fused result too large for the device: NumPy computes it
-        if array._pending is None:
-            raise
-        host = _lazy.host_value(array)
-    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
-    _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
-    return host
-
-
-def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The axes from the largest stride to the smallest, or None when that is already their order."""
-    if len(shape) < 2:
-        return None
-    moving = [abs(s) for n, s in zip(shape, strides) if n > 1]  # (axes of length 1 have no order)
-    if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
-        return None
-    return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
-
-
-def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: list[DeviceArray] | None = None) -> Any:
-    """Backend results -> device arrays; tuples/lists element by element; scalars as they are.
-
-    A 0-d result where NumPy returns a scalar (a full reduction, ``a[i]``, a ufunc of 0-d
-    operands) is read back as that NumPy scalar, so legacy code that rounds, formats, compares
-    or ``isinstance``-checks it behaves as with NumPy; ``scalars=False`` keeps 0-d arrays.
-    A result that views the memory of one of ``sources`` (the call's device arrays) gets NumPy's
-    ``base`` and is read-only if that array is."""
-    if backend.is_native(result):
-        if result.ndim == 0 and scalars and func not in _ARRAY_RESULT_0D:
-            return download_scalar(result, backend, func)
-        if sources and getattr(result, "base", None) is not None:
-            return _view_of(result, backend, sources, func)
-        return DeviceArray(result, backend, readonly=func in _READ_ONLY_RESULTS)
-    if isinstance(result, tuple):
-        return tuple(wrap(r, backend, func, scalars, sources) for r in result)
-    if isinstance(result, list):
-        return [wrap(r, backend, func, scalars, sources) for r in result]
-    return result
-
-
-# Functions whose results NumPy makes read-only (views that repeat elements)
-_READ_ONLY_RESULTS = frozenset({numpy.broadcast_to, numpy.diagonal})
-
-
-def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -> DeviceArray:
-    """A device array for native view ``result``: its base is the owner of the memory it views."""
-    root = result.base
-    for source in sources:
-        native = source._device_data
-        if native is root or (source._base is not None and getattr(native, "base", None) is root):
-            owner = source if source._base is None else source._base
-            return DeviceArray(result, backend, owner, source._readonly or func in _READ_ONLY_RESULTS)
-    return DeviceArray(result, backend, readonly=func in _READ_ONLY_RESULTS)
-
-
-def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
-    """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
-    start = time.perf_counter()
-    _fperr.prefetch(backend)
-    host = backend.to_host(native)
-    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
-    _fperr.deliver(backend)
-    return host[()]
-
-
 def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[numpy.dtype, ...]:
     return tuple(a.dtype for a in devices) + tuple(a.dtype for a in hosts)
 
@@ -196,9 +48,9 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
-    if func in _METADATA:
+    if func in _ops.METADATA:
         return func(*(_proxy_tree(a) for a in args), **kwargs)
-    if func in _MEMORY:
+    if func in _ops.MEMORY:
         return _memory_overlap(func, args, kwargs)
     state = _config.current()
     position = _out_position(func)
@@ -218,7 +70,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if hidden is not None:
         # device arrays behind numbers in a list (np.block([1.0, d])): NumPy runs it on host copies,
         # and a large result goes back to their device
-        return _place_result(run_on_host(func, func, args, kwargs, mutated, record="host"), state, (hidden,))
+        return place_result(run_on_host(func, func, args, kwargs, mutated, record="host"), state, (hidden,))
     backend = devices[0]._backend if devices else state.backend
     if backend is None or backend.is_host or not state.enabled or _subclassed(hosts):
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
@@ -237,7 +89,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
                 return function(func, args, kwargs)
         if _host_out(kwargs):  # NumPy writes into it; a device call would write into an uploaded copy
             return fallback(func, func, args, kwargs, mutated, state, reason="out= is a host array")
-    if not devices and func in _CONSTRUCTORS:
+    if not devices and func in _ops.CONSTRUCTORS:
         return _construct(func, args, kwargs, backend, state)
     if backend.prefers_host(func):
         return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices))
@@ -246,7 +98,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             _report.record(func, "host")
             return func(*args, **kwargs)
     if devices and _lazy.pending_count():
-        if func in _FUSED_REDUCTIONS:
+        if func in _ops.REDUCTIONS:
             reduced = _reduce_pending(func, args, kwargs, backend)
             if reduced is not None:
                 return reduced
@@ -280,7 +132,6 @@ def _keeps_dimensions(key: Any) -> bool:
     return key is Ellipsis or (type(key) is tuple and any(k is Ellipsis for k in key))
 
 
-_FUSED_REDUCTIONS = {getattr(numpy, name): name for name in _lazy.REDUCTIONS}
 
 
 def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any) -> Any:
@@ -292,7 +143,7 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
     axis = args[1] if len(args) == 2 else kwargs.get("axis")
     if axis is not None and not isinstance(axis, (int, tuple)):
         return None
-    native = _lazy.reduce(_FUSED_REDUCTIONS[func], args[0], axis, bool(kwargs.get("keepdims", False)))
+    native = _lazy.reduce(func, args[0], axis, bool(kwargs.get("keepdims", False)))
     return None if native is None else wrap(native, backend, func)
 
 
@@ -300,10 +151,8 @@ def _on_host_by_choice(key: Any, call: Callable[..., Any], args: tuple[Any, ...]
                        mutated: list[DeviceArray], state: _config.State, had_devices: bool) -> Any:
     """Work the device does slower than NumPy (matmul on a CPU OpenCL device): a placement choice,
     counted as host work; a large result of device inputs goes back to the device."""
-    from ._fallback import _place_result
-
     result = run_on_host(key, call, args, kwargs, mutated, record="host")
-    return _place_result(result, state, args) if had_devices else result
+    return place_result(result, state, args) if had_devices else result
 
 
 def on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -344,8 +193,8 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
 
 def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], hosts: list[numpy.ndarray],
                        backend: Any, state: _config.State) -> bool:
-    if func in backend.functions and func in _placement.CREATION_SIZE:
-        nbytes, _ = _placement.creation_request(func, args, kwargs)
+    if func in backend.functions and func in _ops.CREATIONS:
+        nbytes, _ = _ops.creation_request(func, args, kwargs)
         return nbytes >= _placement.threshold_bytes(state) and nbytes >= 0
     limit = _placement.upload_threshold_bytes(state)
     return bool(hosts) and func in backend.functions and sum(a.nbytes for a in hosts) >= limit
@@ -357,7 +206,7 @@ def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[D
     if func in MUTATES_FIRST and args and isinstance(args[0], DeviceArray):
         mutated.append(args[0])
         if args[0]._readonly:
-            raise ValueError(_READ_ONLY.get(func, "assignment destination is read-only"))
+            raise ValueError(MUTATES_FIRST[func])
     out = kwargs.get("out")
     for o in out if isinstance(out, tuple) else (out,):
         if isinstance(o, DeviceArray):
@@ -365,10 +214,6 @@ def _mutated(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[D
             if o._readonly:
                 raise ValueError("output array is read-only")
     return mutated
-
-
-# NumPy's messages for writes into read-only arrays, where they differ from setitem's
-_READ_ONLY = {numpy.ndarray.sort: "sort array is read-only", numpy.put: "put: output array is read-only"}
 
 
 def _subclassed(hosts: list[numpy.ndarray]) -> bool:
@@ -436,8 +281,7 @@ def _operand_dtype(x: Any) -> Any:
     return numpy.asarray(x).dtype
 
 
-_COMPARISONS = frozenset({numpy.less, numpy.less_equal, numpy.greater, numpy.greater_equal, numpy.equal,
-                          numpy.not_equal})
+_COMPARISONS = _ops.COMPARISONS
 
 
 class _WidenedComparison(Exception):
@@ -747,8 +591,4 @@ def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options
     return f"{backend.name} has no {label} loop for {', '.join(str(d) for d in dtypes)}"
 
 
-__all__ = ["function", "ufunc", "to_host", "to_host_tree", "upload", "wrap"]
-
-_array_module._dispatch = sys.modules[__name__]
-_array_module._record_binary, _array_module._record_unary = _recorder.fast_record_binary, _recorder.fast_record_unary
-_array_module._LOOPS = _LOOPS
+__all__ = ["function", "on_host", "place_constructed", "ufunc"]

@@ -5,8 +5,6 @@ Every fallback is counted in the report and honours ``on_fallback`` (ignore, war
 
 from __future__ import annotations
 
-import logging
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -14,47 +12,10 @@ import numpy
 
 from . import _config, _placement, _report
 from ._array import DeviceArray
-from ._errors import DeviceMemoryError, FallbackError, FallbackWarning
+from ._errors import DeviceMemoryError
+from ._report import notify
+from ._transfer import scan, to_host_tree, upload
 from .lazy import materialize as _lazy
-
-logger = logging.getLogger("npgpu")
-
-
-def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None) -> Any:
-    """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which.
-
-    A device array that appears twice (``np.square(a, out=a)``) gets one host copy, as it is one
-    array in NumPy: the result written into it is what goes back."""
-    from ._dispatch import _has_arrays, to_host
-
-    if isinstance(obj, DeviceArray):
-        if copies is not None:
-            for device, host in copies.values():  # one host copy per device array: `a += 1` is add(a, 1, out=a)
-                if device is obj:
-                    return host
-        host = to_host(obj)
-        if copies is not None:
-            copies[id(host)] = (obj, host)
-        return host
-    if isinstance(obj, (list, tuple)) and (_has_arrays(obj) or holds_device_array(obj) is not None):
-        return type(obj)(to_host_tree(item, copies) for item in obj)
-    if isinstance(obj, dict):
-        return {k: to_host_tree(v, copies) for k, v in obj.items()}
-    return obj
-
-
-def holds_device_array(seq: list[Any] | tuple[Any, ...]) -> DeviceArray | None:
-    """A device array hiding anywhere in a (nested) sequence, also behind numbers
-    (``np.block([1.0, device_array])``, which the first-item rule calls data), or None."""
-    for item in seq:
-        t = type(item)
-        if t is DeviceArray:
-            return item
-        if t is list or t is tuple:
-            found = holds_device_array(item)
-            if found is not None:
-                return found
-    return None
 
 
 def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) -> Any:
@@ -86,18 +47,6 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
     return _restore(result, copies)
 
 
-def notify(state: _config.State, key: Any, reason: str) -> None:
-    """Tell the user about a fallback as ``on_fallback`` asks."""
-    name = getattr(key, "__name__", repr(key))
-    message = f"npgpu: {name} ran in NumPy on the host: {reason}"
-    if state.on_fallback == "raise":
-        raise FallbackError(message)
-    if state.on_fallback == "warn":
-        warnings.warn(message, FallbackWarning, stacklevel=5)
-    elif state.on_fallback == "log":
-        logger.warning(message)
-
-
 def fallback(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
              mutated: list[DeviceArray], state: _config.State, *, reason: str) -> Any:
     """The backend can't do this call: run it in NumPy; a large result goes back to the device."""
@@ -106,14 +55,12 @@ def fallback(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: 
     result = run_on_host(key, call, args, kwargs, mutated, record=None)
     out = kwargs.get("out")
     given = {id(o) for o in (out if isinstance(out, tuple) else (out,)) if o is not None}
-    return _place_result(result, state, args, given)
+    return place_result(result, state, args, given)
 
 
-def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], given: set[int] | None = None) -> Any:
+def place_result(result: Any, state: _config.State, args: tuple[Any, ...], given: set[int] | None = None) -> Any:
     """A host result where it belongs: large results of device inputs go back to the device,
     except arrays the caller handed in (``out=``), which NumPy returns as they are."""
-    from ._dispatch import scan, upload
-
     if isinstance(result, DeviceArray) or (given and id(result) in given):
         return result
     # (exactly ndarray: a subclass the host computed, a masked array or a matrix, stays with NumPy)
@@ -129,8 +76,7 @@ def _place_result(result: Any, state: _config.State, args: tuple[Any, ...], give
                 except DeviceMemoryError:  # [device faults] too large for the device: it stays on the host
                     return result
     if isinstance(result, (tuple, list)):
-        return type(result)(_place_result(r, state, args, given) for r in result)
+        return type(result)(place_result(r, state, args, given) for r in result)
     return result
 
 
-_lazy.notify_fallback = notify  # (lazy.py, below this module, counts the fallbacks of fused work)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy
 
+from . import _callsite
+from .kernels.ir import Apply
 from .kernels.ufuncs import DIVIDE, INVALID, OVER, UNDER
 
 # (category bit, NumPy's errstate key, the error's name in NumPy's messages), in NumPy's order
@@ -30,8 +32,6 @@ DETECTED = DIVIDE | OVER | INVALID
 #: Flag bytes per checked operation: byte b is category 1 << b.
 SLOT_BYTES = 4
 _IMMEDIATE_MODES = frozenset({"raise", "call", "print", "log"})
-#: code in files under this prefix is npgpu's own (warnings name the user's line instead)
-_PACKAGE_PREFIX = os.path.dirname(__file__) + os.sep
 
 try:  # NumPy 2: the errstate lives in a context variable; its value changes only when the state does
     from numpy._core.umath import _extobj_contextvar as _EXTOBJ
@@ -144,8 +144,6 @@ def graph_labels(graph: Any) -> tuple[str, ...]:
     """The name NumPy's message gives each error node of ``graph`` (cached on the graph)."""
     labels = graph.__dict__.get("_error_labels")
     if labels is None:
-        from .kernels.ir import Apply
-
         found = []
         for node in graph.error_nodes:
             if isinstance(node, Apply):
@@ -179,9 +177,7 @@ def call_launch(graph: Any, state: ErrState, extra: tuple[str, ...] = (), global
 
 def _user_site() -> tuple[Any, int]:
     """(code, offset) of the innermost frame outside npgpu: the user's call ((None, 0) if none)."""
-    frame: Any = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
-        frame = frame.f_back
+    frame, _ = _callsite.outside_npgpu(sys._getframe(1))
     return (None, 0) if frame is None else (frame.f_code, frame.f_lasti)
 
 
@@ -380,9 +376,5 @@ def _module_of(filename: str) -> str | None:
 
 def _user_stacklevel() -> int:
     """The stacklevel, for a warnings.warn in _warn, of the first frame outside npgpu."""
-    frame = sys._getframe(1)  # _warn's: stacklevel 1
-    level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
-        frame = frame.f_back
-        level += 1
-    return level
+    _, passed = _callsite.outside_npgpu(sys._getframe(1))  # (from _warn's frame: stacklevel 1)
+    return 1 + passed

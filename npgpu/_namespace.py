@@ -14,26 +14,21 @@ from typing import Any
 
 import numpy
 
-from . import _config, _dispatch, _native, _placement, _report
+from . import _config, _dispatch, _hooks, _native, _ops, _report
 
 _state_get = _config._state.get
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum))
 
 
 _ndarray = numpy.ndarray
-_HOST_SCALARS = frozenset({int, float, complex, bool, str, type(None), numpy.float64, numpy.float32, numpy.int64,
-                           numpy.int32, numpy.bool_, numpy.complex128, type})  # type: dtype=numpy.float32
+_HOST_SCALARS = frozenset(_ops.HOST_SCALARS)
 # Functions whose placement depends on more than their array arguments' sizes.
-_SIZE_DECIDES = frozenset(_placement.CREATION_SIZE) | _dispatch._CONSTRUCTORS
+_SIZE_DECIDES = frozenset(_ops.CREATIONS) | _ops.CONSTRUCTORS
 
-# The wrappers' per-call check in C (npgpu/_speedups.c), when it was built: the same decisions as
-# the Python wrappers below, which stay the reference and the fallback (NPGPU_PURE_PYTHON=1).
+# The wrappers' per-call check in C (npgpu/_speedups.c, configured by _native), when it was built:
+# the same decisions as the Python wrappers below, which stay the reference and the fallback
+# (NPGPU_PURE_PYTHON=1).
 _speedups: Any = _native.speedups
-if _speedups is not None:
-    _common = (float, int, bool, type(None), str)  # scanned in this order: the commonest first
-    _speedups.configure(_config._state, vars(_config), _ndarray, numpy.dtype,
-                        _common + tuple(t for t in _HOST_SCALARS if t not in _common),
-                        _dispatch.function, _dispatch.place_constructed)
 
 
 def _cell(native: bool) -> Any:
@@ -47,26 +42,35 @@ def native_wrappers() -> bool:
     return _speedups is not None
 
 
-def _host_bytes(values: Any, ndarray_type: type, plain: frozenset[type], nbytes: int = 0) -> int:
-    """Bytes of the NumPy arrays among ``values`` (and in tuples or lists of them), or -1 when
-    anything else is there (a device array, an unknown type): then the dispatcher decides."""
-    for x in values:
+def small_host_call(args: Any, kwargs: dict[str, Any] | None, limit: int, ndarray_type: type = _ndarray,
+                    plain: frozenset[type] = _HOST_SCALARS) -> bool:
+    """THE small-call predicate: whether a call's arguments are all host data (NumPy arrays,
+    plain values of _ops.HOST_SCALARS, dtypes, lists and tuples of those) whose arrays together
+    stay below ``limit`` bytes, so that NumPy runs it at once (counted per function, without a
+    call site). Anything else goes to the dispatcher, which places it.
+
+    Every wrapper below asks it (for a creation, the question is the request's size instead,
+    read by _ops.CREATIONS' rule); npgpu/_speedups.c mirrors it (host_bytes, small_host_call),
+    configured with the same _ops.HOST_SCALARS."""
+    # (one function, its loop inlined: it is what small-array code pays on every call)
+    nbytes = 0
+    for x in (*args, *kwargs.values()) if kwargs else args:
         t = type(x)
         if t is ndarray_type:
             nbytes += x.nbytes
         elif t not in plain:
-            if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
-                continue
             if t is not tuple and t is not list:
-                return -1
-            if not x or type(x[0]) in plain:  # numbers: data, not operands (the first item tells)
+                if isinstance(x, numpy.dtype):  # dtype=numpy.dtype("f4")
+                    continue
+                return False  # a device array, an unknown type: the dispatcher decides
+            if not x or type(x[0]) in plain:  # numbers: data or a shape, not operands (the first item tells)
                 continue
-            for item in x:
+            for item in x:  # the arrays of concatenate, stack, ...
                 if type(item) is ndarray_type:
                     nbytes += item.nbytes
                 elif type(item) not in plain:
-                    return -1
-    return nbytes
+                    return False
+    return nbytes < limit
 
 
 def _on() -> bool:
@@ -113,18 +117,9 @@ class Ufunc:
         state = _state_get() or _config._default
         if state.backend is None:
             return self._ufunc(*args, **kwargs)
-        if not kwargs:  # NumPy arrays and plain values that stay small: NumPy's own call, counted
-            nbytes = 0
-            for x in args:
-                t = type(x)
-                if t is _ndarray:
-                    nbytes += x.nbytes
-                elif t not in _HOST_SCALARS:
-                    break
-            else:
-                if nbytes < state.host_limit:
-                    self._small_calls[0] += 1
-                    return self._ufunc(*args)
+        if small_host_call(args, kwargs, state.host_limit):  # NumPy's own call, counted
+            self._small_calls[0] += 1
+            return self._ufunc(*args, **kwargs)
         return _dispatch.ufunc(self._ufunc, "__call__", args, kwargs, sys._getframe(1))
 
     def _method(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -166,9 +161,7 @@ class Ufunc:
 
 
 def _ufunc_by_name(name: str) -> Any:
-    import npgpu
-
-    return getattr(npgpu, name)
+    return getattr(_hooks.core.namespace, name)
 
 
 def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
@@ -183,7 +176,7 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
 
     fast = func not in _SIZE_DECIDES
     # closure cells load faster than module globals: this runs on every small-array call
-    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
+    state_get, config, small = _state_get, _config, small_host_call
     # Operands found to be NumPy arrays and plain values can't override anything, so NumPy's
     # __array_function__ dispatch would only call this: calling it directly repays the check.
     impl = getattr(func, "_implementation", func)
@@ -198,44 +191,9 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
             state = config._default
         if state.backend is None:
             return func(*args, **kwargs)
-        if fast:
-            nbytes = 0
-            for x in args:
-                t = type(x)
-                if t is ndarray_type:
-                    nbytes += x.nbytes
-                elif t in plain:
-                    continue
-                elif t is tuple or t is list:
-                    # the dispatcher's rule: the first item tells numbers (data, a shape) from operands
-                    if not x or type(x[0]) in plain:
-                        continue
-                    for item in x:  # the arrays of concatenate, stack, ...
-                        t = type(item)
-                        if t is ndarray_type:
-                            nbytes += item.nbytes
-                        elif t not in plain:
-                            nbytes = -1
-                            break
-                    if nbytes < 0:
-                        break
-                else:
-                    nbytes = _host_bytes((x,), ndarray_type, plain, nbytes)
-                    if nbytes < 0:
-                        break
-            else:
-                if not kwargs:
-                    if nbytes < state.host_limit:
-                        small_calls[0] += 1
-                        return impl(*args)
-                else:
-                    for x in kwargs.values():
-                        if type(x) not in plain:
-                            nbytes = _host_bytes(kwargs.values(), ndarray_type, plain, nbytes)
-                            break
-                    if 0 <= nbytes < state.host_limit:
-                        small_calls[0] += 1
-                        return impl(*args, **kwargs)
+        if fast and small(args, kwargs, state.host_limit):
+            small_calls[0] += 1
+            return impl(*args, **kwargs)
         return _dispatch.function(func, args, kwargs)
 
     return _finish(routed, func, module)
@@ -250,10 +208,6 @@ def _finish(wrapper: Callable[..., Any], func: Callable[..., Any], module: str) 
     return wrapper
 
 
-# Creation functions whose element count is quick to read off the common call: the shape first
-# (zeros(n), ones((m, n)), ...), linspace's ``num``, arange of ints, eye(n) and identity(n).
-_SHAPE_FIRST = frozenset({numpy.zeros, numpy.ones, numpy.empty, numpy.full})
-_NUM_THIRD = frozenset({numpy.linspace, numpy.logspace})
 _INTS = frozenset({int})
 
 
@@ -266,14 +220,12 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
     """
     routed = wrap_function(func, module, native)
     state_get, config, ints = _state_get, _config, _INTS
-    shape_first, num_third, is_arange = func in _SHAPE_FIRST, func in _NUM_THIRD, func is numpy.arange
-    is_square = func is numpy.eye or func is numpy.identity
+    quick = _ops.CREATIONS[func].quick
+    shape_first, num_third = quick == _ops.QUICK_SHAPE_FIRST, quick == _ops.QUICK_NUM_THIRD
+    is_arange, is_square = quick == _ops.QUICK_ARANGE, quick == _ops.QUICK_SQUARE
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
-        sp = _speedups
-        mode = (sp.SIZE_SHAPE_FIRST if shape_first else sp.SIZE_NUM_THIRD if num_third
-                else sp.SIZE_ARANGE if is_arange else sp.SIZE_SQUARE if is_square else 0)
-        wrapper = sp.Wrapper(sp.CREATION, func, func, routed, small_calls, size_mode=mode)
+        wrapper = _speedups.Wrapper(_speedups.CREATION, func, func, routed, small_calls, size_mode=quick)
         return _finish(wrapper, func, module)
 
     def create(*args: Any, **kwargs: Any) -> Any:
@@ -312,11 +264,6 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
     return _finish(create, func, module)
 
 
-#: Constructors from data in memory (files are read by the dispatcher's general path).
-_IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
-                                     numpy.asfortranarray})
-
-
 def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bool = True) -> Callable[..., Any]:
     """``wrap_function(func)`` for ``asarray``/``array``/...: a short road for host data.
 
@@ -326,7 +273,7 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
     nested lists (which may hold device arrays) and other objects go to the dispatcher.
     """
     routed = wrap_function(func, module, native)
-    state_get, config, ndarray_type, plain = _state_get, _config, _ndarray, _HOST_SCALARS
+    state_get, config, ndarray_type, plain, small = _state_get, _config, _ndarray, _HOST_SCALARS, small_host_call
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:
         wrapper = _speedups.Wrapper(_speedups.CONSTRUCTOR, func, func, routed, small_calls)
@@ -345,13 +292,13 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
         data = args[0]
         t = type(data)
         if t is ndarray_type:
-            if data.nbytes < state.host_limit:
+            if small((data,), None, state.host_limit):
                 small_calls[0] += 1
                 return func(*args, **kwargs) if kwargs else func(*args)
             return routed(*args, **kwargs)
         if t in plain or ((t is list or t is tuple) and (not data or type(data[0]) in plain)):
             host = func(*args, **kwargs)
-            if type(host) is not ndarray_type or host.nbytes < state.host_limit or state.backend.is_host:
+            if type(host) is not ndarray_type or small((host,), None, state.host_limit) or state.backend.is_host:
                 small_calls[0] += 1
                 return host
             return _dispatch.place_constructed(func, host, state.backend, state)
@@ -360,15 +307,6 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
     return _finish(construct, func, module)
 
 
-# NumPy functions that, for an exact ndarray and at most an int axis, are one ufunc reduction
-# (fromnumeric's _wrapreduction calls ``ufunc.reduce(a, axis, dtype, None)``): the reduction's
-# ufunc and the dtype NumPy passes it.
-_REDUCTIONS = {
-    numpy.sum: (numpy.add, None), numpy.prod: (numpy.multiply, None),
-    numpy.max: (numpy.maximum, None), numpy.amax: (numpy.maximum, None),
-    numpy.min: (numpy.minimum, None), numpy.amin: (numpy.minimum, None),
-    numpy.any: (numpy.logical_or, bool), numpy.all: (numpy.logical_and, bool),
-}
 _AXIS_TYPES = frozenset({int, type(None)})
 
 
@@ -408,6 +346,7 @@ def wrap_reduction(
             state = state_get()
             if state is None:
                 state = config._default
+            # small_host_call((a,), None, limit) for one exact ndarray, inlined (this road exists for its cost)
             if state.backend is not None and a.nbytes < state.host_limit:
                 small_calls[0] += 1
                 return reduce(a, axis, dtype)
@@ -416,20 +355,15 @@ def wrap_reduction(
     return _finish(reduction, func, module)
 
 
-# Compute-heavy ufuncs keep npgpu's wrapper, which moves large host operands to the device: the
-# upload pays for a matmul, and NumPy's own cost hides the wrapper's.
-_HEAVY_NAMES = ("matmul", "vecdot", "matvec", "vecmat")
-
-
 def _wrapper(func: Any, module: str, native: bool = True) -> Callable[..., Any]:
     """npgpu's face of NumPy function ``func``: the general wrapper or one with a shorter road
     (``native=False``: the Python implementation even where the C one is built)."""
-    reduction = _REDUCTIONS.get(func)
-    if reduction is not None:
-        return wrap_reduction(func, *reduction, module, native=native)
-    if func in _placement.CREATION_SIZE:
+    reduction = _ops.REDUCTIONS.get(func)
+    if reduction is not None and reduction.small_call:
+        return wrap_reduction(func, reduction.ufunc, reduction.small_dtype, module, native=native)
+    if func in _ops.CREATIONS:
         return wrap_creation(func, module, native)
-    if func in _IN_MEMORY_CONSTRUCTORS:
+    if func in _ops.IN_MEMORY_CONSTRUCTORS:
         return wrap_constructor(func, module, native)
     return wrap_function(func, module, native)
 
@@ -442,9 +376,8 @@ def numpy_dispatched() -> frozenset[Any]:
     host arrays reach the device where they are made or through npgpu's functions (which
     upload large host operands), not through a ufunc.
     """
-    heavy = {getattr(numpy, name) for name in _HEAVY_NAMES if hasattr(numpy, name)}
     return frozenset(obj for name in dir(numpy) if isinstance(obj := getattr(numpy, name), numpy.ufunc)
-                     and obj not in heavy)
+                     and obj not in _ops.HEAVY_UFUNCS)
 
 
 def mirror(source: Any, module: str, unwrapped: frozenset[Any] = frozenset()) -> dict[str, Any]:

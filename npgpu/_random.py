@@ -27,6 +27,8 @@ import numpy
 from . import _config, _report
 from ._array import DeviceArray
 from ._namespace import submodule
+from ._transfer import upload
+from .backends import loaded_backends
 
 _FLOAT64 = numpy.dtype(numpy.float64)
 _NumpyRandomState: Any = numpy.random.RandomState
@@ -221,7 +223,6 @@ def _on_device(backend: Any, bit_generator: Any, shape: tuple[int, ...], low: fl
 def _numpy_stream(state: _config.State, bit_generator: Any, request: Any, host: Callable[[], Any], func: Any) -> Any:
     """A large draw of NumPy's stream: on the device when it can compute it, else NumPy's draw,
     which is host data: uploaded from the upload threshold, as any host data entering."""
-    from ._dispatch import upload
 
     backend = state.backend
     if request is not None:
@@ -248,8 +249,7 @@ def _legacy_draw(name: str, host: Callable[..., Any], func: Any, counter: list[i
         counter[0] += 1
         return host(*args, **kwargs)
     backend = state.backend
-    if (not _numpy_streams(state, seeded) and hasattr(backend, "random_call")
-            and backend.supports_random(name, args, kwargs)):
+    if not _numpy_streams(state, seeded) and backend.supports_random(name, args, kwargs):
         _report.record(func, "device")
         return DeviceArray(backend.random_call(name, args, kwargs), backend)
     return _numpy_stream(state, source._bit_generator, _uniform(name, args, kwargs, generator=False),
@@ -274,13 +274,10 @@ def seed(seed: Any = None) -> None:
     """Seed NumPy's global generator (and the device generators of loaded backends): from then on
     its draws are NumPy's numbers, on the device too; ``seed(None)`` makes it unseeded again."""
     global _global_seeded
-    from .backends import loaded_backends
-
     numpy.random.seed(seed)
     _global_seeded = seed is not None
     for backend in loaded_backends():
-        if hasattr(backend, "random_seed"):
-            backend.random_seed(seed)
+        backend.random_seed(seed)
 
 
 def set_state(state: Any) -> None:
@@ -407,8 +404,7 @@ def _generator_method(name: str) -> Callable[..., Any]:
             counter[0] += 1
             return unbound(self, *args, **kwargs)
         backend = state.backend
-        if (not _numpy_streams(state, self._npgpu_seeded) and hasattr(backend, "random_generator")
-                and backend.supports_generator(name, args, kwargs)):
+        if not _numpy_streams(state, self._npgpu_seeded) and backend.supports_generator(name, args, kwargs):
             _report.record(unbound, "device")
             return DeviceArray(getattr(self._device_generator(backend), name)(*args, **kwargs), backend)
         return _numpy_stream(state, self.bit_generator, _uniform(name, args, kwargs, generator=True),

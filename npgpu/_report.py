@@ -5,15 +5,15 @@ Counted per function and per call site in user code (file:line); fusion adds ker
 
 from __future__ import annotations
 
-import os
-import sys
+import logging
 import threading
+import warnings
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__)))
+from . import _callsite
+from ._errors import FallbackError, FallbackWarning
 
 
 @dataclass
@@ -43,31 +43,7 @@ _lock = threading.Lock()
 _calls: dict[tuple[Any, tuple[str, int], str, str | None], int] = {}
 _moves: dict[tuple[Any, tuple[str, int], str], list[float]] = {}
 _kernels: dict[str, float] = defaultdict(float)
-_internal_code: dict[Any, bool] = {}
-
-
-def _is_internal(code: Any) -> bool:
-    internal = _internal_code.get(code)
-    if internal is None:
-        filename = code.co_filename
-        internal = filename.startswith((_PACKAGE_DIR, _NUMPY_DIR, "<frozen"))
-        _internal_code[code] = internal
-    return internal
-
-
-def call_site() -> tuple[str, int]:
-    """(file, line) of the innermost frame outside npgpu and NumPy: the user's code."""
-    frame = sys._getframe(2)
-    known = _internal_code
-    while frame is not None:
-        code = frame.f_code
-        internal = known.get(code)
-        if internal is None:
-            internal = _is_internal(code)
-        if not internal:
-            return code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
+call_site = _callsite.report_site
 
 
 def _name(func: Any) -> str:
@@ -261,3 +237,20 @@ def report(reset: bool = False) -> Report:
             _moves.clear()
             _kernels.clear()
     return snapshot
+
+
+# -- fallbacks ---------------------------------------------------------------------------------
+
+logger = logging.getLogger("npgpu")
+
+
+def notify(state: Any, key: Any, reason: str) -> None:
+    """Tell the user about a fallback as ``on_fallback`` asks."""
+    name = getattr(key, "__name__", repr(key))
+    message = f"npgpu: {name} ran in NumPy on the host: {reason}"
+    if state.on_fallback == "raise":
+        raise FallbackError(message)
+    if state.on_fallback == "warn":
+        warnings.warn(message, FallbackWarning, stacklevel=5)
+    elif state.on_fallback == "log":
+        logger.warning(message)

@@ -297,6 +297,19 @@ host_bytes(PyObject *const *items, Py_ssize_t n)
     return total;
 }
 
+/* THE small-call predicate (the Python twin: npgpu/_namespace.py, small_host_call): 1 when the
+ * items are host data whose arrays stay below limit bytes (NumPy runs the call at once), 0 when
+ * not, -1 on error. */
+static int
+small_host_call(PyObject *const *items, Py_ssize_t n, long long limit)
+{
+    long long nbytes = host_bytes(items, n);
+    if (nbytes == -2) {
+        return -1;
+    }
+    return nbytes >= 0 && nbytes < limit;
+}
+
 static int
 count_small_call(Wrapper *self)
 {
@@ -349,13 +362,12 @@ function_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwna
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
     if (self->fast) {
-        long long limit = fields->host_limit;
         Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-        long long nbytes = host_bytes(args, n);
-        if (nbytes == -2) {
+        int small = small_host_call(args, n, fields->host_limit);
+        if (small < 0) {
             return NULL;
         }
-        if (nbytes >= 0 && nbytes < limit) {
+        if (small) {
             if (count_small_call(self) < 0) {
                 return NULL;
             }
@@ -520,11 +532,11 @@ constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *data = args[0];
     PyTypeObject *t = Py_TYPE(data);
     if (t == g_ndarray) {
-        long long nbytes = array_nbytes(data);
-        if (nbytes < 0) {
+        int small = small_host_call(&data, 1, limit);
+        if (small < 0) {
             goto done;
         }
-        if (nbytes < limit) {
+        if (small) {
             if (count_small_call(self) == 0) {
                 result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
             }
@@ -539,14 +551,10 @@ constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
         if (host == NULL) {
             goto done;
         }
-        int small = Py_TYPE(host) != g_ndarray;
-        if (!small) {
-            long long nbytes = array_nbytes(host);
-            if (nbytes < 0) {
-                Py_DECREF(host);
-                goto done;
-            }
-            small = nbytes < limit;
+        int small = Py_TYPE(host) != g_ndarray ? 1 : small_host_call(&host, 1, limit);
+        if (small < 0) {
+            Py_DECREF(host);
+            goto done;
         }
         if (!small) {
             PyObject *is_host = PyObject_GetAttr(backend, s_is_host);
@@ -605,12 +613,11 @@ reduction_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwn
         return NULL;
     }
     if (fields->backend != Py_None) {
-        long long limit = fields->host_limit;
-        long long nbytes = array_nbytes(args[0]);
-        if (nbytes < 0) {
+        int small = small_host_call(args, 1, fields->host_limit);
+        if (small < 0) {
             return NULL;
         }
-        if (nbytes < limit) {
+        if (small) {
             if (count_small_call(self) < 0) {
                 return NULL;
             }
@@ -1619,7 +1626,7 @@ typedef struct {
 } FastMethod;
 
 static PyObject *m_code_kind;     /* _array._code_kind: code object -> 0/1/2 (2: user code) */
-static PyObject *m_array_globals; /* _array's globals */
+static PyObject *m_array_globals; /* vars(npgpu._hooks.core): the installed recorder roads and loop cache */
 static PyObject *m_native_binary, *m_native_unary; /* this module's record_binary / record_unary */
 static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call;
 
@@ -1667,7 +1674,7 @@ user_frame(int *err)
 }
 
 /* The recorder's answer for the short road: a new pending array, Py_None (declined), or NULL on
- * error. args[nargs - 1] is filled in here with _array._LOOPS. */
+ * error. args[nargs - 1] is filled in here with _hooks.core.loops. */
 static PyObject *
 short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
            PyObject *(*impl)(PyObject *, PyObject *const *, Py_ssize_t))
@@ -1683,7 +1690,7 @@ short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
     PyObject *loops = record == NULL ? NULL : PyDict_GetItemWithError(m_array_globals, s_loops);
     if (loops == NULL) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_RuntimeError, "npgpu._array has no recorder or loop cache");
+            PyErr_SetString(PyExc_RuntimeError, "npgpu._hooks.core has no recorder or loop cache");
         }
         return NULL;
     }
@@ -1840,7 +1847,7 @@ static PyMethodDef module_methods[] = {
      "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
      "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
-    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, array_globals)"},
+    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, hooks_dict)"},
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
      "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
@@ -1874,9 +1881,9 @@ PyInit__speedups(void)
     INTERN(s_axis, "axis");
     INTERN(s_is_host, "is_host");
     INTERN(s_fusion, "fusion");
-    INTERN(s_record_binary, "_record_binary");
-    INTERN(s_record_unary, "_record_unary");
-    INTERN(s_loops, "_LOOPS");
+    INTERN(s_record_binary, "record_binary");
+    INTERN(s_record_unary, "record_unary");
+    INTERN(s_loops, "loops");
     INTERN(s_call, "__call__");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");

@@ -18,6 +18,8 @@ import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import npgpu
+
 __all__ = ["legacy_import", "legacy_builtins", "redirect_numpy", "run_path", "ScriptDirFinder"]
 
 _real_import = builtins.__import__
@@ -34,8 +36,6 @@ def _resolve_module(numpy_name: str) -> types.ModuleType:
     submodules it doesn't mirror (``numpy.polynomial``, ``numpy.lib.stride_tricks``,
     ...) stay NumPy's, whose functions still reach npgpu through ``__array_function__``.
     """
-    import npgpu
-
     module: Any = npgpu
     parts = numpy_name.split(".")[1:]
     for i, part in enumerate(parts):
@@ -82,8 +82,6 @@ def legacy_import(
         return _view(target, missing)
     # `import numpy.linalg` binds the top-level name; the chain of attributes
     # (`numpy.linalg.norm`, or `as la` which reads `.linalg`) must then lead to `target`.
-    import npgpu
-
     parts = name.split(".")[1:]
     if not parts:
         return npgpu
@@ -132,8 +130,6 @@ class _LegacySourceLoader(importlib.machinery.SourceFileLoader):
 
 
 def _excluded_roots() -> list[str]:
-    import npgpu
-
     roots = {os.path.dirname(os.path.realpath(npgpu.__file__ or ""))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)

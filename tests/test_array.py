@@ -9,7 +9,7 @@ import numpy
 import pytest
 
 import npgpu
-from npgpu.testing import backend_context
+from npgpu._harness import backend_context
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from npgpu.testing import assert_same, backend_context
+from npgpu._harness import assert_same, backend_context
 
 DTYPES = [numpy.dtype(t) for t in (bool, numpy.int8, numpy.uint8, numpy.int16, numpy.int32, numpy.int64,
                                     numpy.uint32, numpy.float32, numpy.float64)]

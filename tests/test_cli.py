@@ -6,6 +6,7 @@ Real scripts written into tmp_path, run in subprocesses and compared with plain 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -90,7 +91,7 @@ def test_run_exception_traceback_and_status_as_python(tmp_path: Path) -> None:
     assert got.stdout == want.stdout == "before\n"
     # The frames are the user's: no npgpu runner frame ahead of the script's.
     assert got.stderr.splitlines()[:7] == want.stderr.splitlines()[:7]
-    assert "cli.py" not in got.stderr and "legacy.py" not in got.stderr
+    assert "cli" + os.sep not in got.stderr and "legacy.py" not in got.stderr
     assert got.stderr.splitlines()[-1] == want.stderr.splitlines()[-1]
     assert got.stderr.splitlines()[-1].startswith("ValueError: cannot reshape array of size 10")
 

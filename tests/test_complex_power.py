@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 
 def _cmul(x, y):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_DTYPES = ["float32", "float64"]
@@ -361,7 +361,7 @@ def test_function_reductions_on_small_host_arrays(npgpu_backend, dtype):
     # With acceleration on, sum(a), max(a, axis) ... on a small NumPy array take a shorter road
     # to NumPy's own reduction: every form must give NumPy's value, dtype and exception.
     import npgpu
-    from npgpu.testing import assert_same, backend_context
+    from npgpu._harness import assert_same, backend_context
 
     for a in _reduction_inputs(dtype):
         for name in SMALL_REDUCTIONS:
@@ -441,7 +441,7 @@ def test_small_creations_and_constructors_are_numpys(npgpu_backend, name):
     # threshold; the emulated backend's own default is 0) are NumPy's, with NumPy's errors,
     # made without the dispatcher's general path.
     import npgpu
-    from npgpu.testing import assert_same
+    from npgpu._harness import assert_same
 
     call = SMALL_CREATIONS[name]
     try:

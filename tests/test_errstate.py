@@ -18,9 +18,9 @@ import pytest
 import npgpu
 from npgpu import _fperr
 from npgpu._array import DeviceArray
+from npgpu._harness import assert_same, backend_context
 from npgpu.kernels import codegen, ir
 from npgpu.kernels import ufuncs as table
-from npgpu.testing import assert_same, backend_context
 
 
 class _Events:

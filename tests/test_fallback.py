@@ -9,7 +9,7 @@ import pytest
 
 import npgpu
 from npgpu import _report
-from npgpu.testing import backend_context
+from npgpu._harness import backend_context
 
 
 def _unrouted(xp):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 WRITES = {
     "setitem": lambda a: a.__setitem__(0, 1.0),

@@ -14,7 +14,7 @@ import numpy
 import pytest
 
 import npgpu
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 
 def _matrix(xp, dtype="float64"):

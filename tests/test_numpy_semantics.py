@@ -11,7 +11,7 @@ import warnings
 import numpy
 import pytest
 
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 
 def _arange(xp, n, dtype="float64"):

@@ -12,8 +12,8 @@ import pytest
 
 import npgpu
 from npgpu import _random
+from npgpu._harness import backend_context, differential
 from npgpu.backends import random_kernels
-from npgpu.testing import backend_context, differential
 
 N = 600  # elements of a "large" draw: the tests run at threshold 0, so they are made on the device
 
@@ -323,7 +323,7 @@ def test_unseeded_draws_land_on_the_device(device_backend):
     """Unseeded: the device's own stream where the backend has one (NumPy's generator does not
     move), else NumPy's, made on the device all the same."""
     backend = npgpu.backends.get_backend(device_backend)
-    has_stream = hasattr(backend, "random_call")
+    has_stream = backend.has_random_stream
     npgpu.random.seed(None)
     before = _global_key()
     with backend_context(device_backend):
@@ -343,7 +343,7 @@ def test_unseeded_draws_land_on_the_device(device_backend):
 
 def test_random_device_opts_into_device_streams(device_backend):
     backend = npgpu.backends.get_backend(device_backend)
-    has_stream = hasattr(backend, "random_call")
+    has_stream = backend.has_random_stream
     with backend_context(device_backend, random="device"):
         npgpu.random.seed(8)
         before = _global_key()

@@ -6,7 +6,7 @@ import numpy
 from numpy.testing.overrides import get_overridable_numpy_array_functions
 
 import npgpu
-from npgpu._placement import CREATION_SIZE
+from npgpu._ops import CREATIONS as CREATION_SIZE
 from npgpu.backends.cupy_backend import ROUTED_FUNCTIONS, ROUTED_METHODS, EmulatedBackend
 
 

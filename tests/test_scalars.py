@@ -13,8 +13,8 @@ import numpy
 import pytest
 
 import npgpu
-from npgpu import _dispatch
-from npgpu.testing import differential
+from npgpu import _ops
+from npgpu._harness import differential
 
 DTYPES = ["float64", "float32", "int64", "int32", "uint8", "int8", "bool", "complex128"]
 
@@ -106,7 +106,7 @@ _ZERO_D_CALLS = {
 @pytest.mark.parametrize("func", list(_ZERO_D_CALLS), ids=lambda f: getattr(f, "__qualname__", str(f)))
 def test_zero_d_array_table_is_numpys(func):
     """Each function npgpu lets return a 0-d array does so in NumPy (a fact the table states)."""
-    assert func in _dispatch._ARRAY_RESULT_0D
+    assert func in _ops.ARRAY_RESULT_0D
     result = _ZERO_D_CALLS[func](numpy.array(2.0))
     assert type(result) is numpy.ndarray and result.ndim == 0
 
@@ -115,7 +115,7 @@ def test_zero_d_array_table_is_numpys(func):
                                   numpy.median, numpy.around],
                          ids=lambda f: f.__name__)
 def test_scalar_results_are_not_in_the_table(func):
-    assert func not in _dispatch._ARRAY_RESULT_0D
+    assert func not in _ops.ARRAY_RESULT_0D
 
 
 def test_scalar_read_is_one_small_transfer(device_backend):

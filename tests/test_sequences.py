@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from npgpu.testing import differential
+from npgpu._harness import differential
 
 
 def _vector(xp, dtype="float64", n=3):

@@ -79,8 +79,7 @@ def resolve_auto() -> str:
         return "cupy"
     if importlib.util.find_spec("pyopencl") is not None:
         cls = _backend_class("opencl")
-        has_gpu = getattr(cls, "has_gpu", None)
-        if has_gpu is not None and has_gpu() and unavailable_reason("opencl") is None:
+        if cls.has_gpu() and unavailable_reason("opencl") is None:
             return "opencl"
     return "numpy"
 

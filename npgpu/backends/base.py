@@ -12,28 +12,7 @@ from typing import Any, ClassVar
 
 import numpy
 
-#: NumPy functions (and ndarray methods) -> positional index of their dtype argument (counting the
-#: array for methods and *_like)
-DTYPE_POSITION: dict[Any, int] = {
-    numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
-    numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.logspace: 5, numpy.eye: 3,
-    numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
-    numpy.prod: 2, numpy.nansum: 2, numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2,
-    numpy.cumsum: 2, numpy.cumprod: 2,
-}
-
-
-def dtype_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The dtype a call asks for, positional or keyword: a numpy.dtype, None when not given, False
-    when it is not one a backend should interpret (NumPy judges it)."""
-    position = DTYPE_POSITION.get(func)
-    value = args[position] if position is not None and len(args) > position else kwargs.get("dtype")
-    if value is None:
-        return None
-    try:
-        return numpy.dtype(value)
-    except TypeError:
-        return False
+from .._ops import DTYPE_POSITION, dtype_argument  # noqa: F401  (the backends' names for them)
 
 
 def native_numeric(dtype: Any) -> bool:
@@ -66,6 +45,11 @@ class Backend:
     default_threshold_bytes: ClassVar[int] = 1 << 20
     #: Work on host inputs smaller than this (bytes) stays in NumPy: the upload would not pay.
     upload_threshold_bytes: ClassVar[int] = 16 << 20
+
+    #: Whether the backend's device is a GPU (``auto`` picks an OpenCL backend only then).
+    @classmethod
+    def has_gpu(cls) -> bool:
+        return False
 
     #: NumPy function -> implementation taking natives; filled by subclasses.
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = {}
@@ -115,32 +99,76 @@ class Backend:
         """True for work this device does slower than NumPy (placement then keeps it on the host)."""
         return False
 
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A new uninitialized native array (the output of a fused kernel)."""
+        raise NotImplementedError
+
     # -- fusion (npgpu/lazy/) ---------------------------------------
+    # A backend fuses when it launches IR graphs: it implements ``run_elementwise`` (then the
+    # ``run_fused`` below uses it) or overrides ``run_fused`` and ``supports_fusion`` itself.
+
     @property
     def supports_fusion(self) -> bool:
-        """Backends with an elementwise launcher for IR graphs (``run_elementwise``) fuse."""
-        return hasattr(self, "run_elementwise")
+        """Whether elementwise calls on this backend's arrays are recorded and fused."""
+        return type(self).run_elementwise is not Backend.run_elementwise
+
+    def run_elementwise(self, graph: Any, inputs: list[Any], outputs: list[Any], scalars: list[Any],
+                        where: Any = None, errors: Any = None) -> None:
+        """Run IR ``graph`` over ``inputs`` broadcast to ``outputs[0].shape`` into ``outputs``
+        (``errors``: what the graph's floating-point error flags report, npgpu/_fperr.Launch)."""
+        raise NotImplementedError
 
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
                   out: Any = None, errors: Any = None) -> Any:
         """Run an IR graph with one output over ``inputs`` broadcast to ``shape``; returns the output.
         ``errors``: what the graph's floating-point error flags report (npgpu/_fperr.Launch)."""
         if out is None:
-            out = self.empty(shape, graph.out_dtypes[0])  # type: ignore[attr-defined]
-        self.run_elementwise(graph, inputs, [out], scalars, None, errors)  # type: ignore[attr-defined]
+            out = self.empty(shape, graph.out_dtypes[0])
+        self.run_elementwise(graph, inputs, [out], scalars, None, errors)
         return out
+
+    @property
+    def supports_map_reduce(self) -> bool:
+        """Whether this backend reduces IR graphs in one kernel (it implements ``map_reduce``)."""
+        return type(self).map_reduce is not Backend.map_reduce
+
+    def map_reduce(self, graph: Any, inputs: list[Any], scalars: list[Any], op: str, axes: tuple[int, ...],
+                   acc_dtype: numpy.dtype, initial: Any, shape: tuple[int, ...], errors: Any = None,
+                   reduce_check: int = 0) -> tuple[Any, Any]:
+        """Reduce IR ``graph``'s output over ``axes`` with ``op`` (codegen.map_reduce's operations),
+        accumulating in ``acc_dtype`` from ``initial`` (None: the identity): (result, arg index or None)."""
+        raise NotImplementedError
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
         """Reduce an IR graph's output over ``axes`` with ``op`` in one kernel; None when not possible.
         ``reduce_check``: the error categories the reduction itself reports (codegen.map_reduce)."""
-        map_reduce = getattr(self, "map_reduce", None)
-        if map_reduce is None:
+        if not self.supports_map_reduce:
             return None
         acc = graph.out_dtypes[0]
-        result, _ = map_reduce(graph, inputs, scalars, op, axes, acc, None, shape, errors,  # (None: the identity)
-                               reduce_check)
+        result, _ = self.map_reduce(graph, inputs, scalars, op, axes, acc, None, shape, errors,  # (None: the identity)
+                                    reduce_check)
         return result
+
+    # -- floating-point error flags (npgpu/_fperr.py) ----------------------------------------
+    # Backends whose kernels flag errors give the flags a byte buffer; the core reads it when the
+    # host waits for the device anyway.
+
+    def error_buffer(self, nbytes: int) -> Any:
+        """A zeroed device buffer of ``nbytes`` flag bytes."""
+        raise NotImplementedError
+
+    def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """The first ``nbytes`` of a flag buffer, on the host (waits for the device)."""
+        raise NotImplementedError
+
+    def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """``read_errors`` queued before a download: the host array fills in when the device gets there."""
+        return self.read_errors(buffer, nbytes)
+
+    def clear_errors(self, buffer: Any, nbytes: int) -> None:
+        """Zero the first ``nbytes`` of a flag buffer."""
+        raise NotImplementedError
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
@@ -176,4 +204,29 @@ class Backend:
     def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
         """NumPy's ``Generator(bit_generator).random(shape)`` for a bit generator in ``state``:
         (a native float64 array of ``shape``, the bit generator's state after the draw)."""
+        raise NotImplementedError
+
+    # -- random numbers: the device's own streams (npgpu/_random.py, "device" random mode) -------
+    @property
+    def has_random_stream(self) -> bool:
+        """Whether the device has random streams of its own (it implements ``random_call``)."""
+        return type(self).random_call is not Backend.random_call
+
+    def supports_random(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether ``numpy.random.<name>(*args, **kwargs)`` (the legacy global functions) runs here."""
+        return False
+
+    def random_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``numpy.random.<name>(*args, **kwargs)`` drawn from the device's own stream: a native."""
+        raise NotImplementedError
+
+    def random_seed(self, seed: Any) -> None:
+        """Seed the device's own legacy stream (``numpy.random.seed``); nothing to do without one."""
+
+    def supports_generator(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether ``Generator.<name>(*args, **kwargs)`` runs on a device generator."""
+        return False
+
+    def random_generator(self, seed: Any) -> Any:
+        """A device generator seeded with ``seed`` (whose methods return natives)."""
         raise NotImplementedError

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy
 
+from ..kernels import codegen
+
 #: NumPy's PCG64 multiplier (PCG_DEFAULT_MULTIPLIER_128).
 PCG64_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
 _MASK128 = (1 << 128) - 1
@@ -280,8 +282,6 @@ def opencl_streams(backend: Any) -> frozenset[str]:
 
 
 def _opencl_kernel(backend: Any, name: str) -> Any:
-    from ..kernels import codegen
-
     text = source(name, "opencl")
     if backend.is_cpu:
         text = "#define NPG_CPU\n" + text

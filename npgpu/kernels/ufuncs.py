@@ -6,6 +6,7 @@ Shared by the OpenCL and CUDA emitters; dialect differences live in ``DIALECTS``
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy
@@ -441,8 +442,6 @@ _x86_casts: list[bool] = []
 def numpy_casts_like_x86() -> bool:
     """Whether the host NumPy's out-of-range float -> int casts give x86-64's results."""
     if not _x86_casts:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             probe = numpy.array([130.0, 1e10, numpy.nan, -3e9])

@@ -25,7 +25,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _fperr, _report
+from .. import _config, _fperr, _ops, _report
 from .._array import DeviceArray
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
@@ -33,12 +33,6 @@ from ..kernels.ir import Graph, GraphBuilder, Node, evaluate
 from .registry import Pending, ScalarArg, _get_ident, _pending, discard, pending_count  # noqa: F401  (the core's names)
 
 _local = _report._local
-
-#: numpy function name -> (map-reduce op, whether the result is divided by the count)
-REDUCTIONS = {"sum": ("add", False), "prod": ("multiply", False), "mean": ("add", True),
-              "max": ("maximum", False), "min": ("minimum", False), "amax": ("maximum", False),
-              "amin": ("minimum", False), "any": ("logical_or", False), "all": ("logical_and", False)}
-
 
 def _count_sites(pendings: list[Pending]) -> None:
     """Count ran calls where the user made them (_report.count, inlined); after the launch, so
@@ -60,8 +54,14 @@ def _count_sites(pendings: list[Pending]) -> None:
             table[key] = n + 1
 
 
-#: The C graph walk (npgpu/_speedups.c) when in use (set by recorder.use_native)
+#: The C graph walk (npgpu/_speedups.c) when in use (chosen by _native.use_native, through use_walk)
 _walk_native: Any = None
+
+
+def use_walk(walk: Any) -> None:
+    """Walk graphs with ``walk`` (the C twin of _GraphState._walk), or in Python (None)."""
+    global _walk_native
+    _walk_native = walk
 
 #: Graphs built so far, by recording signature: a loop that records the same expression over
 #: new arrays reuses the graph instead of building it again (most of materializing's CPU cost).
@@ -216,7 +216,7 @@ def _host_result(array: Any, backend: Any, graph: Graph, state: _GraphState) -> 
 
 def _run_on_host(array: Any, backend: Any, graph: Graph, state: _GraphState, out: Any, reason: str) -> Any:
     """The graph in NumPy, its result put on the device (into ``out``): a counted fallback."""
-    notify_fallback(_config.current(), array._pending.ufunc, reason)
+    _report.notify(_config.current(), array._pending.ufunc, reason)
     host = _host_result(array, backend, graph, state)
     for p in state.pendings:
         _report.record(p.ufunc, "fallback", reason=reason)
@@ -236,18 +236,13 @@ def host_value(array: Any) -> numpy.ndarray:
             return array._backend.to_host(array._device_data)
         nbytes = math.prod(pending.shape) * pending.dtype.itemsize
         reason = f"device memory: the {nbytes}-byte result did not fit on the device"
-        notify_fallback(_config.current(), pending.ufunc, reason)
+        _report.notify(_config.current(), pending.ufunc, reason)
         state = _GraphState()
         graph = state.graph(array, pending.dtype)
         host = _host_result(array, array._backend, graph, state)
     for p in state.pendings:
         _report.record(p.ufunc, "fallback", reason=reason)
     return host
-
-
-#: _fallback.notify (set when that module loads; it imports this one): tells the user of a fallback
-#: as ``on_fallback`` asks, raising FallbackError before any work when it says "raise".
-notify_fallback: Any = None
 
 
 def _reads(array: Any, test: Any) -> bool:
@@ -355,12 +350,11 @@ def _divide(backend: Any, total: Any, count: int, result_dtype: numpy.dtype) -> 
     return backend.run_fused(graph, [total], [loop[1].type(count)], tuple(total.shape))
 
 
-def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
+def reduce(func: Any, array: Any, axis: Any, keepdims: bool) -> Any:
     """A reduction of a pending graph as one map-reduce kernel; None when the backend can't."""
     backend = array._backend
-    if not hasattr(backend, "reduce_fused"):
-        return None
-    op, divide = REDUCTIONS[func_name]
+    reduction = _ops.REDUCTIONS[func]
+    op, divide = reduction.fused_op, reduction.divides
     pending = array._pending
     if pending is None:  # another thread computed it since the dispatcher looked: the plain path reduces it
         return None
@@ -372,7 +366,7 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     else:
         axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
     probe = numpy.zeros(1, pending.dtype)
-    result_dtype = getattr(numpy, func_name)(probe).dtype
+    result_dtype = func(probe).dtype
     acc_dtype = numpy.dtype(numpy.float64) if divide and pending.dtype.kind in "biu" else result_dtype
     if not backend.supports_dtypes((acc_dtype,)) or (divide and acc_dtype.kind not in "fc"):
         return None
@@ -409,6 +403,6 @@ def reduce(func_name: str, array: Any, axis: Any, keepdims: bool) -> Any:
     if keepdims:
         kept = tuple(1 if d in axes else n for d, n in enumerate(pending.shape))
         native = backend.call_function(numpy.reshape, (native, kept), {})
-    _report.record(getattr(numpy, func_name), "device")
+    _report.record(func, "device")
     _launch_stats(state, 0, started)
     return native

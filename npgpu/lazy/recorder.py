@@ -13,7 +13,6 @@ import numpy
 from .. import _fperr, _native, _report
 from .._array import DeviceArray
 from ..kernels import ufuncs as _table
-from . import materialize as _materialize
 from .materialize import materialize
 from .registry import Pending, ScalarArg, _forget, _get_ident, _Ref, _refs
 
@@ -26,7 +25,7 @@ _local = _report._local
 def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
              operands: tuple[numpy.dtype, ...] = ()) -> bool:
     """Whether ``ufunc`` with ``loop`` over arrays of ``operands`` dtypes can be recorded for ``backend``."""
-    if ufunc.nout != 1 or not getattr(backend, "supports_fusion", False):
+    if ufunc.nout != 1 or not backend.supports_fusion:
         return False
     if ufunc is numpy.power and loop[1].kind == "i":  # NumPy raises for negative integer exponents:
         return False  # the eager path checks them at the call, where the error belongs
@@ -170,30 +169,6 @@ def record_unary(ufunc: numpy.ufunc, x: Any, frame: Any, loops: dict[Any, Any]) 
     return _new_pending(Pending(ufunc, cached[0], (x,), xs.shape, nodes, frame, errstate), backend)
 
 
-# The C versions of record_binary, record_unary and the graph walk (npgpu/_speedups.c), which
-# the hot paths use when the extension is built; the Python functions above are the reference.
-fast_record_binary: Any = record_binary
-fast_record_unary: Any = record_unary
-
-
-def use_native(native: bool) -> None:
-    """Record (and walk graphs) with the C functions, or with the Python ones."""
-    global fast_record_binary, fast_record_unary
-    speedups = _native.speedups if native else None
-    if speedups is not None and (_fperr._EXTOBJ is None or not hasattr(speedups, "configure_errstate")):
-        speedups = None  # (a NumPy without the errstate context variable, or an extension built before it)
-    if speedups is None:
-        _materialize._walk_native, fast_record_binary, fast_record_unary = None, record_binary, record_unary
-    else:
-        speedups.configure_fusion(DeviceArray, Pending, ScalarArg, _Ref, _forget, _refs, globals(), materialize)
-        speedups.configure_errstate(_fperr._EXTOBJ, _fperr.CACHE, _fperr._WARNINGS)
-        _materialize._walk_native, fast_record_binary, fast_record_unary = (speedups.walk, speedups.record_binary,
-                                                               speedups.record_unary)
-    from .. import _array
-
-    if _array._record_binary is not None:  # (set by _dispatch at import, from these)
-        _array._record_binary, _array._record_unary = fast_record_binary, fast_record_unary
-    _array.use_native_methods(speedups)
-
-
-use_native(True)
+# The C versions of record_binary, record_unary and the graph walk (npgpu/_speedups.c) are what
+# the hot paths use when the extension is built; npgpu/_native.py switches between the two.
+use_native = _native.use_native

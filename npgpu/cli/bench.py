@@ -1,8 +1,4 @@
-"""The ``npgpu`` command: ``run`` a legacy script on npgpu, ``bench`` it against NumPy, ``info``.
-
-``npgpu run`` behaves like ``python script.py`` (argv, stdio, exit status, tracebacks);
-``npgpu bench`` times fresh processes of both and checks that their outputs agree.
-"""
+"""``npgpu bench``: the script timed in fresh processes under NumPy and npgpu, outputs compared."""
 
 from __future__ import annotations
 
@@ -12,177 +8,23 @@ import math
 import os
 import re
 import shutil
-import signal
 import site
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._config import RANDOM_MODES
+import numpy
 
-_THIS_FILE = os.path.abspath(__file__)
-_RUNNER_FILES = {_THIS_FILE, os.path.join(os.path.dirname(_THIS_FILE), "legacy.py")}
-_BACKEND_CHOICES = ("auto", "numpy", "cupy", "opencl")
-_USAGE = """\
-usage: npgpu run   [--backend B] [--on-fallback M] script.py [args...]
-       npgpu bench [options] script.py [args...]
-       npgpu info  [--json]
+import npgpu
+from npgpu import backends
+from npgpu._config import RANDOM_MODES
 
-  run    run an unmodified NumPy script with its numpy imports resolved to npgpu
-  bench  time the script under plain NumPy and under npgpu, check the outputs agree
-  info   versions, backends (and why one can't run here), devices, thresholds
-
-'npgpu <command> --help' describes each command.
-"""
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``npgpu`` program; returns the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        sys.stdout.write(_USAGE)
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command == "run":
-        return _cmd_run(rest)
-    if command == "bench":
-        return _cmd_bench(rest)
-    if command == "info":
-        return _cmd_info(rest)
-    sys.stderr.write(f"npgpu: unknown command {command!r}\n\n{_USAGE}")
-    return 2
-
-
-# --------------------------------------------------------------------------- run
-
-
-def _run_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="npgpu run",
-        description="Run an unmodified NumPy script; its numpy imports (and those of modules in its "
-        "directory) resolve to npgpu. Everything after the script path is the script's own argv.",
-    )
-    parser.add_argument("--backend", default="auto", choices=_BACKEND_CHOICES, help="default: %(default)s")
-    parser.add_argument(
-        "--on-fallback", default=None, choices=("ignore", "warn", "raise", "log"), help="what to do on host fallback"
-    )
-    parser.add_argument(
-        "--threshold", type=int, default=None, metavar="BYTES", help="device from this size on (0: everything)"
-    )
-    parser.add_argument("--no-fusion", action="store_true", help="launch every elementwise call on its own")
-    parser.add_argument("--random", choices=RANDOM_MODES, default=None,
-                        help="where large random draws come from: 'auto' (default): NumPy's numbers from "
-                        "seeded generators, device streams for unseeded ones; 'numpy': NumPy's numbers always; "
-                        "'device': device streams always (fast, other numbers)")
-    parser.add_argument("--report", action="store_true", help="print npgpu.report() to stderr at exit")
-    parser.add_argument("--report-json", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("script")
-    return parser
-
-
-def _split_at_script(tokens: Sequence[str], value_options: set[str]) -> tuple[list[str], list[str]]:
-    """Options before the script path, then the script path and its arguments (as python does)."""
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token == "--":
-            return list(tokens[:i]), list(tokens[i + 1 :])
-        if not token.startswith("-") or token == "-":
-            break
-        i += 2 if token in value_options else 1
-    return list(tokens[:i]), list(tokens[i:])
-
-
-def _cmd_run(tokens: Sequence[str]) -> int:
-    options, script_argv = _split_at_script(
-        tokens, {"--backend", "--on-fallback", "--threshold", "--report-json", "--random"}
-    )
-    parser = _run_parser()
-    if not script_argv:
-        opts = parser.parse_args(options)  # --help, or the "script is required" error
-    opts = parser.parse_args([*options, "--", script_argv[0]])
-    script, script_args = opts.script, script_argv[1:]
-    if not os.path.isfile(script):
-        # python's own wording, so wrappers that grep for it keep working.
-        sys.stderr.write(
-            f"{sys.executable}: can't open file {os.path.abspath(script)!r}: [Errno 2] No such file or directory\n"
-        )
-        return 2
-
-    import npgpu
-    from npgpu import legacy
-
-    status = _enable(npgpu, opts.backend, opts.on_fallback, opts.threshold, not opts.no_fusion, opts.random)
-    if status is not None:
-        return status
-    try:
-        legacy.run_path(script, script_args, restore=False)
-    except SystemExit:
-        raise  # the interpreter turns it into the exit status, exactly as for `python script.py`
-    except KeyboardInterrupt as exc:
-        _print_user_traceback(exc)
-        # python dies of SIGINT after printing, so the shell sees 130; do the same.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        return 130
-    except BaseException as exc:  # noqa: B036 - the top level of a script run, like the interpreter's own
-        _print_user_traceback(exc)
-        return 1
-    finally:
-        _finish(npgpu, opts.report, opts.report_json)
-    return 0
-
-
-def _enable(
-    npgpu: types.ModuleType, backend: str, on_fallback: str | None, threshold: int | None, fusion: bool,
-    random: str | None = None,
-) -> int | None:
-    """Turn acceleration on for the whole process; an exit status when that is impossible."""
-    from npgpu import backends
-
-    if backend != "auto":
-        reason = backends.unavailable_reason(backend)
-        if reason is not None:
-            sys.stderr.write(f"npgpu run: the {backend} backend can't run here: {reason}\n")
-            return 2
-    npgpu.enable(backend, on_fallback=on_fallback, threshold=threshold, fusion=fusion, random=random)
-    return None
-
-
-def _finish(npgpu: types.ModuleType, print_report: bool, report_json: str | None) -> None:
-    """Wait for device work, then write/print the report (also after sys.exit and errors)."""
-    npgpu.sync()
-    if not (print_report or report_json):
-        return
-    report = npgpu.report()
-    if print_report:
-        sys.stderr.write(f"{report}\n")
-    if report_json:
-        payload = {"backend": npgpu.current_backend(), "report": report.as_dict(), "text": str(report)}
-        with open(report_json, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=1, default=str)
-
-
-def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """Drop the runner's own frames at the top, so the traceback starts in the user's script."""
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _RUNNER_FILES:
-        tb = tb.tb_next
-    return tb
-
-
-def _print_user_traceback(exc: BaseException) -> None:
-    tb = _user_traceback(exc.__traceback__)
-    exc.__traceback__ = tb
-    sys.excepthook(type(exc), exc, tb)
-
-
-# --------------------------------------------------------------------------- bench
+from .run import _BACKEND_CHOICES, _enable, _split_at_script  # noqa: F401
 
 
 @dataclass
@@ -294,8 +136,6 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
     if opts.repeat < 1 or opts.warmup < 0:
         parser.error("--repeat must be at least 1 and --warmup at least 0")
     if opts.backend != "auto":
-        from npgpu import backends
-
         reason = backends.unavailable_reason(opts.backend)
         if reason is not None:
             sys.stderr.write(f"npgpu bench: the {opts.backend} backend can't run here: {reason}\n")
@@ -407,7 +247,6 @@ def _bench_env() -> dict[str, str]:
     env.setdefault("PYTHONHASHSEED", "0")
     # The npgpu run must import this npgpu even from a temporary working directory
     # when it is used from a checkout rather than installed.
-    import npgpu
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(npgpu.__file__ or "")))
     if root not in {os.path.abspath(p) for p in site.getsitepackages()}:
@@ -522,8 +361,6 @@ def _numbers_agree(want: str, got: str, rtol: float, atol: float) -> bool:
 
 def compare_arrays(name: str, want: Any, got: Any, rtol: float, atol: float) -> list[str]:
     """Differences between two host arrays: dtype and shape exactly, values within tolerance."""
-    import numpy
-
     if want.dtype != got.dtype:
         return [f"{name}: dtype {want.dtype} expected, got {got.dtype}"]
     if want.shape != got.shape:
@@ -573,8 +410,6 @@ def _written_files(root: str) -> set[str]:
 
 
 def _compare_array_files(name: str, a: str, b: str, rtol: float, atol: float) -> list[str]:
-    import numpy
-
     # Never unpickle what a script wrote: object arrays are reported, not loaded.
     try:
         want, got = numpy.load(a, allow_pickle=False), numpy.load(b, allow_pickle=False)
@@ -649,134 +484,3 @@ def _plot(doc: dict[str, Any], path: str) -> None:
 
 
 # --------------------------------------------------------------------------- info
-
-
-def _cmd_info(tokens: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="npgpu info", description="Versions, backends, devices and thresholds.")
-    parser.add_argument("--json", action="store_true", help="print as JSON")
-    opts = parser.parse_args(tokens)
-    doc = collect_info()
-    if opts.json:
-        json.dump(doc, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(_info_text(doc))
-    return 0
-
-
-def _probe_version(module: str) -> dict[str, Any]:
-    """Import ``module`` in a child process: a driver that crashes on import can't take us down."""
-    code = f"import sys, {module}; sys.stdout.write(str({module}.__version__))"
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        return {"importable": False, "why": "importing it did not finish within 120 s"}
-    if proc.returncode == 0:
-        return {"importable": True, "version": proc.stdout.strip()}
-    if proc.returncode < 0:
-        return {"importable": False, "crashed": True, "why": f"importing it crashed (signal {-proc.returncode})"}
-    last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-    return {"importable": False, "why": last}
-
-
-def collect_info() -> dict[str, Any]:
-    """Everything ``npgpu info`` shows, as plain data."""
-    import platform
-
-    import numpy
-
-    import npgpu
-    from npgpu import backends
-
-    doc: dict[str, Any] = {
-        "npgpu": getattr(npgpu, "__version__", None) or _dist_version("npgpu"),
-        "python": f"{platform.python_version()} ({sys.executable})",
-        "platform": platform.platform(),
-        "numpy": numpy.__version__,
-        "packages": {},
-        "backends": {},
-        "active_backend": npgpu.current_backend(),
-        "auto_picks": backends.resolve_auto(),
-    }
-    crashed = set()
-    for package, backend in (("cupy", "cupy"), ("pyopencl", "opencl")):
-        probe = _probe_version(package)
-        doc["packages"][package] = probe
-        if probe.get("crashed"):
-            crashed.add(backend)
-    available: dict[str, Any] = {}
-    for name in backends.BACKEND_NAMES:
-        entry: dict[str, Any] = {}
-        if name in crashed:
-            entry["reason"] = f"importing {'cupy' if name == 'cupy' else 'pyopencl'} crashes the interpreter"
-        else:
-            entry["reason"] = backends.unavailable_reason(name)
-        entry["available"] = entry["reason"] is None
-        if entry["available"]:
-            available[name] = backends.get_backend(name)
-            entry["describe"] = available[name].describe()
-        doc["backends"][name] = entry
-    doc["thresholds"] = _thresholds(available)
-    return doc
-
-
-def _dist_version(name: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _thresholds(available: dict[str, Any]) -> dict[str, Any]:
-    """The placement thresholds (bytes; host below, device above): in force now and per backend."""
-    from dataclasses import replace
-
-    from npgpu import _config, _placement
-
-    state = _config.current()
-    found: dict[str, Any] = {"explicit (enable(threshold=...))": state.threshold}
-    if state.backend is not None:
-        found[f"in force now ({state.backend.name}) creation bytes"] = _placement.threshold_bytes(state)
-        found[f"in force now ({state.backend.name}) upload bytes"] = _placement.upload_threshold_bytes(state)
-    for name, backend in available.items():
-        if backend.is_host:
-            continue  # NumPy itself: nothing to place
-        default = replace(state, backend=backend, threshold=None)
-        found[f"{name} creation bytes"] = _placement.threshold_bytes(default)
-        found[f"{name} upload bytes"] = _placement.upload_threshold_bytes(default)
-    return found
-
-
-def _human(key: str, value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 2**20 and ("mem" in key or "bytes" in key):
-        return f"{value / 2**30:.2f} GiB" if value >= 2**30 else f"{value / 2**20:.1f} MiB"
-    return str(value)
-
-
-def _info_text(doc: dict[str, Any]) -> str:
-    lines = [
-        f"npgpu     {doc['npgpu']}",
-        f"python    {doc['python']}",
-        f"platform  {doc['platform']}",
-        f"numpy     {doc['numpy']}",
-    ]
-    for package, probe in doc["packages"].items():
-        lines.append(f"{package:<9} {probe['version'] if probe['importable'] else 'not importable: ' + probe['why']}")
-    lines += ["", f"backends (active: {doc['active_backend']}; auto picks {doc['auto_picks']})"]
-    for name, entry in doc["backends"].items():
-        lines.append(f"  {name:<7} {'can run here' if entry['available'] else 'unavailable: ' + entry['reason']}")
-        for key, value in (entry.get("describe") or {}).items():
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    text = ", ".join(f"{k}={_human(k, v)}" for k, v in item.items()) if isinstance(item, dict) else item
-                    lines.append(f"      {key}[{i}]: {text}")
-            elif isinstance(value, dict):
-                lines.append(f"      {key}: " + ", ".join(f"{k}={_human(k, v)}" for k, v in value.items()))
-            else:
-                lines.append(f"      {key}: {_human(key, value)}")
-    lines += ["", "placement thresholds"]
-    for key, value in doc["thresholds"].items():
-        lines.append(f"  {key}: {_human(key, value)}")
-    return "\n".join(lines) + "\n"

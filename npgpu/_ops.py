@@ -1,0 +1,223 @@
+"""Facts about NumPy's functions, one table per kind of fact; every other module reads them.
+
+Each fact lives here once: which functions are reductions (and how each is computed), which
+make arrays from nothing (and how big the request is), which write into their first argument,
+which only read metadata, which return 0-d arrays rather than scalars. A new NumPy function
+that belongs to one of these kinds is one entry here (docs/ARCHITECTURE.md has the recipes).
+This module imports only NumPy: everything in npgpu may read it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+
+# -- plain host values ------------------------------------------------------------------------
+
+#: Argument types that are plain host values, never array operands (the small-call check skips
+#: them; the C wrappers scan them in this order, the commonest first). ``type``: dtype=numpy.float32.
+HOST_SCALARS: tuple[type, ...] = (float, int, bool, type(None), str, complex, numpy.float64, numpy.float32,
+                                  numpy.int64, numpy.int32, numpy.bool_, numpy.complex128, type)
+
+# -- reductions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A NumPy function that is one ufunc reduction.
+
+    ``ufunc``: the reduction's ufunc (also the fused map-reduce kernel's operation, by name);
+    ``small_call``: whether, for an exact ndarray and at most an int axis, NumPy's function is
+    ``ufunc.reduce(a, axis, small_dtype)`` (fromnumeric's _wrapreduction), which the namespace's
+    short road then calls directly; ``divides``: the result is divided by the count (mean)."""
+
+    ufunc: numpy.ufunc
+    small_call: bool = True
+    small_dtype: type | None = None
+    divides: bool = False
+
+    @property
+    def fused_op(self) -> str:
+        """The map-reduce operation of a fused reduction (npgpu/kernels/codegen.map_reduce)."""
+        return self.ufunc.__name__
+
+
+#: NumPy function -> how it reduces (the namespace's short road and fused map-reduce kernels).
+REDUCTIONS: dict[Callable[..., Any], Reduction] = {
+    numpy.sum: Reduction(numpy.add), numpy.prod: Reduction(numpy.multiply),
+    numpy.max: Reduction(numpy.maximum), numpy.amax: Reduction(numpy.maximum),
+    numpy.min: Reduction(numpy.minimum), numpy.amin: Reduction(numpy.minimum),
+    numpy.any: Reduction(numpy.logical_or, small_dtype=bool),
+    numpy.all: Reduction(numpy.logical_and, small_dtype=bool),
+    numpy.mean: Reduction(numpy.add, small_call=False, divides=True),
+}
+
+# -- creation from nothing ----------------------------------------------------------------------
+
+#: How the C wrappers (npgpu/_speedups.c, enum SIZE_*) read a creation call's element count off
+#: its common forms; 0: they don't, the general road decides.
+QUICK_NONE, QUICK_SHAPE_FIRST, QUICK_ARANGE, QUICK_SQUARE, QUICK_NUM_THIRD = 0, 1, 2, 3, 4
+
+
+def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None) -> Any:
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+def _shape_size(shape: Any) -> int:
+    if shape is None:
+        return 1
+    if isinstance(shape, (int, numpy.integer)):
+        return max(int(shape), 0)
+    return math.prod(max(operator.index(s), 0) for s in shape)
+
+
+def _shape_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return _shape_size(_arg(args, kwargs, 0, "shape"))
+
+
+def _arange_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    start, stop, step = _arg(args, kwargs, 0, "start", 0), _arg(args, kwargs, 1, "stop"), _arg(args, kwargs, 2, "step")
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if not all(isinstance(v, (int, float, numpy.integer, numpy.floating)) for v in (start, stop, step)) or not step:
+        return 0
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _num_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return operator.index(_arg(args, kwargs, 2, "num", 50))
+
+
+def _eye_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    n = _arg(args, kwargs, 0, "N")
+    m = _arg(args, kwargs, 1, "M")
+    return operator.index(n) * operator.index(n if m is None else m)
+
+
+def _identity_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return operator.index(_arg(args, kwargs, 0, "n")) ** 2
+
+
+@dataclass(frozen=True)
+class Creation:
+    """A function that makes an array from nothing: ``elements(args, kwargs)`` is the number of
+    elements a call asks for (TypeError for arguments NumPy will judge); ``quick``: how the
+    small-call check reads the common forms (QUICK_*). Its dtype argument's position is in
+    DTYPE_POSITION."""
+
+    elements: Callable[[tuple[Any, ...], dict[str, Any]], int]
+    quick: int = QUICK_NONE
+
+
+#: Creation function -> its size rule.
+CREATIONS: dict[Callable[..., Any], Creation] = {
+    numpy.zeros: Creation(_shape_elements, QUICK_SHAPE_FIRST),
+    numpy.ones: Creation(_shape_elements, QUICK_SHAPE_FIRST),
+    numpy.empty: Creation(_shape_elements, QUICK_SHAPE_FIRST),
+    numpy.full: Creation(_shape_elements, QUICK_SHAPE_FIRST),
+    numpy.arange: Creation(_arange_elements, QUICK_ARANGE),
+    numpy.linspace: Creation(_num_elements, QUICK_NUM_THIRD),
+    numpy.logspace: Creation(_num_elements, QUICK_NUM_THIRD),
+    numpy.eye: Creation(_eye_elements, QUICK_SQUARE),
+    numpy.identity: Creation(_identity_elements, QUICK_SQUARE),
+    numpy.tri: Creation(_eye_elements),
+}
+
+#: NumPy functions (and ndarray methods) -> positional index of their dtype argument (counting the
+#: array for methods and *_like)
+DTYPE_POSITION: dict[Any, int] = {
+    numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
+    numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.logspace: 5, numpy.eye: 3,
+    numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
+    numpy.prod: 2, numpy.nansum: 2, numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2,
+    numpy.cumsum: 2, numpy.cumprod: 2,
+}
+
+# -- arrays from host data ----------------------------------------------------------------------
+
+#: Where host data enters: NumPy builds the array, placement decides whether it moves (the
+#: result is placed by its size, uploaded from the upload threshold).
+CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
+                          numpy.asfortranarray, numpy.load, numpy.loadtxt, numpy.genfromtxt, numpy.fromfile,
+                          numpy.fromiter})
+#: The constructors from data in memory (the namespace's short road; files take the general one).
+IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
+                                    numpy.asfortranarray})
+
+# -- writes ---------------------------------------------------------------------------------------
+
+#: Functions (and ndarray methods) that write into their first argument -> NumPy's message when it
+#: is read-only.
+MUTATES_FIRST: dict[Any, str] = {
+    numpy.copyto: "assignment destination is read-only", numpy.put: "put: output array is read-only",
+    numpy.place: "assignment destination is read-only", numpy.putmask: "assignment destination is read-only",
+    numpy.fill_diagonal: "assignment destination is read-only",
+    numpy.ndarray.__setitem__: "assignment destination is read-only",
+    numpy.ndarray.fill: "assignment destination is read-only", numpy.ndarray.sort: "sort array is read-only",
+    numpy.ndarray.setfield: "assignment destination is read-only",
+}
+
+# -- metadata and memory --------------------------------------------------------------------------
+
+#: Functions that only read shape and dtype: answered from zero-cost host proxies, no transfer.
+METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, numpy.isrealobj, numpy.result_type,
+                      numpy.min_scalar_type, numpy.can_cast, numpy.common_type, numpy.broadcast_shapes})
+#: Functions that ask whether two arrays' memory overlaps (the backend answers for device arrays).
+MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
+
+# -- results --------------------------------------------------------------------------------------
+
+#: Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
+#: (tests/test_scalars.py checks each entry against NumPy itself)
+ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray, numpy.copy,
+                             numpy.ndarray.copy, numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view,
+                             numpy.zeros, numpy.ones, numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like,
+                             numpy.empty_like, numpy.full_like, numpy.squeeze, numpy.transpose, numpy.real,
+                             numpy.imag, numpy.where, numpy.roll, numpy.pad, numpy.broadcast_to,
+                             numpy.broadcast_arrays, numpy.tensordot, numpy.unique, numpy.fft.fftn, numpy.fft.ifftn,
+                             numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d, numpy.expand_dims,
+                             numpy.moveaxis, numpy.asfortranarray, numpy.copyto})
+#: Functions whose results NumPy makes read-only (views that repeat elements).
+READ_ONLY_RESULTS = frozenset({numpy.broadcast_to, numpy.diagonal})
+
+# -- ufuncs ---------------------------------------------------------------------------------------
+
+#: Comparisons: with a Python int outside the array's dtype NumPy compares exactly (on the host).
+COMPARISONS = frozenset({numpy.less, numpy.less_equal, numpy.greater, numpy.greater_equal, numpy.equal,
+                         numpy.not_equal})
+#: Compute-heavy ufuncs the namespace wraps (the others are NumPy's own objects): the upload of
+#: large host operands pays for a matmul, and NumPy's own cost hides the wrapper's.
+HEAVY_UFUNCS = tuple(getattr(numpy, name) for name in ("matmul", "vecdot", "matvec", "vecmat") if hasattr(numpy, name))
+
+
+def dtype_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The dtype a call asks for, positional or keyword: a numpy.dtype, None when not given, False
+    when it is not one a backend should interpret (NumPy judges it)."""
+    position = DTYPE_POSITION.get(func)
+    value = args[position] if position is not None and len(args) > position else kwargs.get("dtype")
+    if value is None:
+        return None
+    try:
+        return numpy.dtype(value)
+    except TypeError:
+        return False
+
+
+def creation_request(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, Any]:
+    """(bytes, dtype argument or None) that a creation function call asks for (counted at 8 bytes
+    an element); (-1, None) if unknown."""
+    try:
+        n = CREATIONS[func].elements(args, kwargs)
+    except TypeError:
+        return -1, None  # an argument NumPy will reject or interpret itself: leave it to NumPy
+    position = DTYPE_POSITION.get(func)
+    dtype = _arg(args, kwargs, position, "dtype") if position is not None else kwargs.get("dtype")
+    return n * 8, dtype

@@ -1,0 +1,172 @@
+"""Moving operands between host and device: scan arguments for arrays, upload, download, wrap.
+
+Every transfer is timed and counted in the report; downloads are where the host waits for the
+device, so floating-point warnings of the work before them are delivered there (_fperr).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy
+
+from . import _fperr, _ops, _report
+from ._array import DeviceArray
+from ._errors import DeviceMemoryError
+from .lazy import materialize as _lazy
+
+
+def has_arrays(seq: list[Any] | tuple[Any, ...]) -> bool:
+    # Only sequences of arrays (or of sequences) are walked: a long list of numbers is data, not operands.
+    return bool(seq) and isinstance(seq[0], (DeviceArray, numpy.ndarray, list, tuple))
+
+
+def scan(obj: Any, devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> None:
+    """Collect the device arrays and host arrays among (nested list/tuple) arguments."""
+    if isinstance(obj, DeviceArray):
+        devices.append(obj)
+    elif isinstance(obj, numpy.ndarray):
+        hosts.append(obj)
+    elif isinstance(obj, (list, tuple)) and has_arrays(obj):
+        for item in obj:
+            scan(item, devices, hosts)
+
+
+def to_native_tree(obj: Any, backend: Any, func: Any) -> Any:
+    """Device arrays -> their natives; host arrays -> uploaded natives (counted)."""
+    if isinstance(obj, DeviceArray):
+        if obj._backend is backend:
+            return obj._native
+        return upload(to_host(obj, func), backend, func)
+    if isinstance(obj, numpy.ndarray):
+        return upload(obj, backend, func)
+    if isinstance(obj, (list, tuple)) and has_arrays(obj):
+        return type(obj)(to_native_tree(item, backend, func) for item in obj)
+    return obj
+
+
+def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
+    """A device copy of a host array; an array whose axes are permuted (Fortran order, a
+    transpose) keeps that layout, as ``np.asarray`` keeps it."""
+    start = time.perf_counter()
+    order = None if array.flags.c_contiguous else _axes_in_memory_order(array.shape, array.strides)
+    if order is not None and array.transpose(order).flags.c_contiguous:
+        native = backend.from_host(array.transpose(order))
+        native = backend.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
+    else:
+        native = backend.from_host(array)
+    _report.record_transfer("to_device", array.nbytes, time.perf_counter() - start, func)
+    return native
+
+
+def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
+    """A host copy of a device array with the same memory order of its axes (NumPy's order='K'),
+    so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
+    start = time.perf_counter()
+    backend = array._backend
+    try:
+        native = array._native  # (computing a pending array can find the device too small)
+        _fperr.prefetch(backend)
+        order = _axes_in_memory_order(native.shape, native.strides)
+        if order is None:
+            host = backend.to_host(native)
+        else:  # download the axes in memory order (a C-order copy of that view), then put them back
+            view = backend.call_function(numpy.transpose, (native, order), {})
+            host = backend.to_host(view).transpose(tuple(numpy.argsort(order)))
+    except DeviceMemoryError:  # [device faults] a fused result too large for the device: NumPy computes it
+        if array._pending is None:
+            raise
+        host = _lazy.host_value(array)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
+    return host
+
+
+def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The axes from the largest stride to the smallest, or None when that is already their order."""
+    if len(shape) < 2:
+        return None
+    moving = [abs(s) for n, s in zip(shape, strides) if n > 1]  # (axes of length 1 have no order)
+    if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
+        return None
+    return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
+
+
+def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: list[DeviceArray] | None = None) -> Any:
+    """Backend results -> device arrays; tuples/lists element by element; scalars as they are.
+
+    A 0-d result where NumPy returns a scalar (a full reduction, ``a[i]``, a ufunc of 0-d
+    operands) is read back as that NumPy scalar, so legacy code that rounds, formats, compares
+    or ``isinstance``-checks it behaves as with NumPy; ``scalars=False`` keeps 0-d arrays.
+    A result that views the memory of one of ``sources`` (the call's device arrays) gets NumPy's
+    ``base`` and is read-only if that array is."""
+    if backend.is_native(result):
+        if result.ndim == 0 and scalars and func not in _ops.ARRAY_RESULT_0D:
+            return download_scalar(result, backend, func)
+        if sources and getattr(result, "base", None) is not None:
+            return _view_of(result, backend, sources, func)
+        return DeviceArray(result, backend, readonly=func in _ops.READ_ONLY_RESULTS)
+    if isinstance(result, tuple):
+        return tuple(wrap(r, backend, func, scalars, sources) for r in result)
+    if isinstance(result, list):
+        return [wrap(r, backend, func, scalars, sources) for r in result]
+    return result
+
+
+
+
+def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -> DeviceArray:
+    """A device array for native view ``result``: its base is the owner of the memory it views."""
+    root = result.base
+    for source in sources:
+        native = source._device_data
+        if native is root or (source._base is not None and getattr(native, "base", None) is root):
+            owner = source if source._base is None else source._base
+            return DeviceArray(result, backend, owner, source._readonly or func in _ops.READ_ONLY_RESULTS)
+    return DeviceArray(result, backend, readonly=func in _ops.READ_ONLY_RESULTS)
+
+
+def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:
+    """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
+    start = time.perf_counter()
+    _fperr.prefetch(backend)
+    host = backend.to_host(native)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _fperr.deliver(backend)
+    return host[()]
+
+
+def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None) -> Any:
+    """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which.
+
+    A device array that appears twice (``np.square(a, out=a)``) gets one host copy, as it is one
+    array in NumPy: the result written into it is what goes back."""
+    if isinstance(obj, DeviceArray):
+        if copies is not None:
+            for device, host in copies.values():  # one host copy per device array: `a += 1` is add(a, 1, out=a)
+                if device is obj:
+                    return host
+        host = to_host(obj)
+        if copies is not None:
+            copies[id(host)] = (obj, host)
+        return host
+    if isinstance(obj, (list, tuple)) and (has_arrays(obj) or holds_device_array(obj) is not None):
+        return type(obj)(to_host_tree(item, copies) for item in obj)
+    if isinstance(obj, dict):
+        return {k: to_host_tree(v, copies) for k, v in obj.items()}
+    return obj
+
+
+def holds_device_array(seq: list[Any] | tuple[Any, ...]) -> DeviceArray | None:
+    """A device array hiding anywhere in a (nested) sequence, also behind numbers
+    (``np.block([1.0, device_array])``, which the first-item rule calls data), or None."""
+    for item in seq:
+        t = type(item)
+        if t is DeviceArray:
+            return item
+        if t is list or t is tuple:
+            found = holds_device_array(item)
+            if found is not None:
+                return found
+    return None
