@@ -70,7 +70,7 @@ def test_a_loop_of_e8_launches_one_kernel_per_iteration_without_the_collector(fu
     finally:
         if enabled:
             gc.enable()
-    assert _kernels() == 3
+    assert _kernels() == 3, npgpu.report()
 
 
 def _operator_chain(a, b):

@@ -210,3 +210,41 @@ def test_out_given_positionally(xp):
     host_out = numpy.zeros((2, 2))
     returned = xp.outer(xp.ones(2), xp.ones(2), host_out)
     return returned is host_out, host_out.tolist()
+
+
+# -- found by NumPy's own tests on the CuPy backend (GPU machine, 2026-12-01) ------------------
+
+@differential()
+def test_array_equal_and_allclose_answer_with_python_bools(xp):
+    a = xp.asarray(numpy.array([1.0, numpy.nan, 3.0]))
+    results = (xp.array_equal(a, a), xp.array_equal(a, a, equal_nan=True), xp.allclose(a, a, equal_nan=True))
+    assert all(type(r) is bool for r in results)  # (NumPy's tests check `is True`)
+    return results
+
+
+@differential()
+def test_float_slice_bounds_are_a_type_error(xp):
+    a = xp.asarray(numpy.arange(10.0))
+    for key in (slice(0.0, None), slice(None, 2.0), slice(None, None, 1.0)):
+        with pytest.raises(TypeError, match="slice indices must be integers"):
+            a[key]
+    return a[numpy.int64(1):numpy.int32(4)]
+
+
+@differential()
+def test_index_arrays_that_do_not_broadcast_are_an_index_error(xp):
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    with pytest.raises(IndexError, match="shape mismatch"):
+        a[[0, 1], [0, 1, 2]]
+    return a[[0, 1], [1, 2]]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "longdouble", "clongdouble"])
+@differential()
+def test_dtypes_a_device_lacks_stay_numpys_with_numpys_errors(xp, dtype):
+    # (CuPy has no long double; float16 has no kernel template: checking its errors raised KeyError)
+    # (where they live is npgpu's choice: compared as host arrays)
+    a = xp.asarray(numpy.linspace(-2.0, 2.0, 50)).astype(dtype)
+    with numpy.errstate(all="ignore"):
+        results = xp.exp(a), xp.sqrt(a) * 2, xp.ones(5, dtype=dtype), xp.full(5, 1.5, dtype=dtype)
+    return [(str(r.dtype), numpy.asarray(r).tolist()) for r in results], a.sum()

@@ -49,6 +49,18 @@ ROUTED_FUNCTIONS: tuple[str, ...] = tuple(
     """.split()
 )
 
+# Functions NumPy answers with a Python bool (``array_equal(a, b) is True``); CuPy with a 0-d array.
+_PYTHON_BOOL_RESULTS = frozenset({"array_equal", "array_equiv", "allclose"})
+
+
+def _as_python_bool(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def answered(*args: Any, **kwargs: Any) -> bool:
+        return bool(func(*args, **kwargs))
+
+    return answered
+
+
 # ndarray methods with no NumPy function of their own, keyed by the ndarray method object.
 ROUTED_METHODS: tuple[str, ...] = ("astype", "fill", "view", "__getitem__", "__setitem__", "sort")
 
@@ -98,8 +110,10 @@ class ArrayModuleBackend(Backend):
         for dotted in ROUTED_FUNCTIONS:
             np_func, xp_func = _resolve(numpy, dotted), _resolve(xp, dotted)
             if np_func is not None and xp_func is not None:
-                functions[np_func] = xp_func
                 keywords[np_func] = _keyword_names(xp_func)
+                if dotted in _PYTHON_BOOL_RESULTS:
+                    xp_func = _as_python_bool(xp_func)
+                functions[np_func] = xp_func
         for name in ROUTED_METHODS:
             np_method = getattr(numpy.ndarray, name)
             functions[np_method] = getattr(self, "_method_" + name.strip("_"))
@@ -133,7 +147,8 @@ class ArrayModuleBackend(Backend):
 
     # -- compute ------------------------------------------------------------
     def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
-        return all(native_numeric(dt) for dt in dtypes)
+        # (CuPy has no long double: longdouble and clongdouble arrays stay NumPy's)
+        return all(native_numeric(dt) and (isinstance(dt, type) or dt.char not in "gG") for dt in dtypes)
 
     def supports_ufunc(
         self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]
@@ -355,8 +370,25 @@ class ArrayModuleBackend(Backend):
         a[key] = value
 
     def _check_index_bounds(self, a: Any, key: Any) -> None:
-        """NumPy's IndexError for out-of-range integer-array indices (CuPy wraps them around)."""
+        """NumPy's errors where CuPy's indexing differs: IndexError for out-of-range integer-array
+        indices (CuPy wraps them around) and for index arrays that don't broadcast together (CuPy:
+        ValueError); TypeError for slices with float bounds (CuPy takes them)."""
         items = key if isinstance(key, tuple) else (key,)
+        shapes = []
+        for k in items:
+            if isinstance(k, slice):
+                for bound in (k.start, k.stop, k.step):
+                    if bound is not None and not hasattr(type(bound), "__index__") and not self.is_native(bound):
+                        raise TypeError("slice indices must be integers or None or have an __index__ method")
+            elif isinstance(k, list) or (self.is_native(k) and k.dtype.kind in "iu"):
+                shapes.append(numpy.shape(k) if isinstance(k, list) else k.shape)
+        if len(shapes) > 1:
+            try:
+                numpy.broadcast_shapes(*shapes)
+            except ValueError:
+                listed = " ".join(str(shape).replace(" ", "") for shape in shapes)
+                raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                                 f"{listed} ") from None
         consuming = [k for k in items if k is not None and k is not Ellipsis]
         axis = 0
         for k in items:
@@ -1059,6 +1091,8 @@ class CupyBackend(ArrayModuleBackend):
             return
         if tuple(r.dtype for r in results) != loop[ufunc.nin:]:
             return  # a result stored in another dtype (out=): not checked (README)
+        if not ufuncs.supports_loop(ufunc, loop):
+            return  # a loop the kernel table lacks (float16): its errors are not checked (README)
         if any(self.is_native(x) and x.data.ptr == r.data.ptr for x in inputs for r in results):
             return  # written over its input (x += y, fusion off): the operand is gone (README)
         check = state.check & ufuncs.error_categories(ufunc, loop)

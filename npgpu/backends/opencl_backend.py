@@ -93,6 +93,10 @@ class CLArray:
         return f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, offset={self.offset})"
 
 
+
+#: held while a program builds with CompilerWarning silenced (see OpenCLBackend._build)
+_BUILD_LOCK = threading.Lock()
+
 def _like(a: CLArray, dtype: Any, order: str, shape: Any) -> tuple[Any, Any, str, CLArray | None]:
     """(shape, dtype, order, prototype) of a ``*_like`` call, NumPy's rules for a new ``shape``:
     'A' follows the prototype's contiguity, 'K' its axes when the number of dimensions is the same."""
@@ -638,9 +642,12 @@ class OpenCLBackend(Backend):
         # repeats). PyOpenCL turns any non-empty build log into a CompilerWarning, and some drivers
         # log on success whatever the options (NVIDIA: "overriding noinline attribute"): a build
         # that succeeded is not the user's concern, so that one warning is silenced here.
+        # warnings.catch_warnings is not thread-safe (it saves and restores the process's filter list):
+        # builds take turns, so one thread's restore never drops another's filter mid-build (NVIDIA,
+        # tests/test_threads.py: a reader thread's build warned into pytest's "error" filter).
         cl = self._cl
         try:
-            with warnings.catch_warnings():
+            with _BUILD_LOCK, warnings.catch_warnings():
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 program = cl.Program(self.context, ks.source).build(options=self._build_options)
         except cl.RuntimeError as exc:
