@@ -248,3 +248,13 @@ def test_dtypes_a_device_lacks_stay_numpys_with_numpys_errors(xp, dtype):
     with numpy.errstate(all="ignore"):
         results = xp.exp(a), xp.sqrt(a) * 2, xp.ones(5, dtype=dtype), xp.full(5, 1.5, dtype=dtype)
     return [(str(r.dtype), numpy.asarray(r).tolist()) for r in results], a.sum()
+
+
+@differential()
+def test_clip_propagates_nan_bounds_and_einsum_takes_out_and_sublists(xp):
+    a = xp.asarray(numpy.linspace(-1.0, 1.0, 10))
+    lo = xp.asarray(numpy.array([numpy.nan] + [-0.5] * 9))
+    out = xp.asarray(numpy.zeros(10))
+    xp.einsum("i,i->i", a, a, out=out)
+    return (xp.clip(a, numpy.nan, 0.5), xp.clip(a, lo, 0.5), xp.clip(a, -0.5, 0.5), out,
+            xp.einsum(a, [0], a, [0], []), xp.einsum("i,i", a, a, optimize=["einsum_path", (0, 1)]))

@@ -290,6 +290,11 @@ class ArrayModuleBackend(Backend):
             return False
         if func is numpy.ndarray.view and _views_as_class(args, kwargs):
             return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
+        if func is numpy.einsum and (not args or not isinstance(args[0], str) or "out" in kwargs
+                                     or not isinstance(kwargs.get("optimize", False), (bool, str))):
+            return False  # CuPy's einsum takes no sublist subscripts, out= or explicit contraction path
+        if func is numpy.clip and not _clip_bounds_without_nan(self, args, kwargs):
+            return False  # CuPy's clip ignores NaN bounds, NumPy's propagates them
         accepted = self._keywords[func]
         if accepted is not None:
             return accepted.issuperset(kwargs)
@@ -1367,6 +1372,22 @@ def _numpy_complex_product_fuses(dtype: numpy.dtype) -> bool | None:
             break
     _product_rounding[dtype] = answer
     return answer
+
+
+def _clip_bounds_without_nan(backend: ArrayModuleBackend, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether clip's bounds are known not to be NaN: no float bound, or float scalars that aren't."""
+    bounds = [*args[1:3], *(kwargs.get(k) for k in ("a_min", "a_max", "min", "max"))]
+    for bound in bounds:
+        if bound is None or type(bound) in (int, bool):
+            continue
+        if type(bound) is float or isinstance(bound, numpy.floating):
+            if math.isnan(bound):
+                return False
+            continue
+        if getattr(bound, "dtype", numpy.dtype(object)).kind in "biu":
+            continue
+        return False  # an array of floats (may hold NaN) or anything else: NumPy's
+    return True
 
 
 def _views_as_class(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
