@@ -24,6 +24,7 @@ from ._errors import (
     PerformanceWarning,
     StagingTimeoutError,
 )
+from ._explain import explain
 from ._report import Report, report
 from .backends import _instances as _backends
 from .backends import get_backend as _get_backend
@@ -59,7 +60,8 @@ __version__ = "0.1.0"
 __all__ = [  # npgpu's own names; NumPy's are added to the module namespace above
     "BackendUnavailableError", "DeviceArray", "DeviceLostError", "DeviceMemoryError", "FallbackError",
     "FallbackWarning", "KernelBuildError", "PerformanceWarning", "Report", "StagingTimeoutError",
-    "asnumpy", "current_backend", "disable", "enable", "native_wrappers", "report", "routed_functions", "sync",
+    "asnumpy", "current_backend", "disable", "enable", "explain", "native_wrappers", "report", "routed_functions",
+    "sync",
 ]
 __all__ += [name for name in _numpy.__all__ if name not in __all__]  # `from npgpu import *` is NumPy's star
 __numpy_version__ = _numpy.__version__

@@ -392,7 +392,10 @@ class DeviceArray(NDArrayOperatorsMixin):
     # -- conversion ---------------------------------------------------------------------------
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> DeviceArray:
-        return _function(numpy.ndarray.astype, (self, dtype), {"order": order, "casting": casting, "copy": copy})
+        # (only the arguments given other than NumPy's defaults: a fallback's reason names what was asked)
+        given = {name: value for name, value, default in (("order", order, "K"), ("casting", casting, "unsafe"),
+                                                          ("copy", copy, True)) if value is not default}
+        return _function(numpy.ndarray.astype, (self, dtype), given)
 
     def copy(self, order: str = "C") -> DeviceArray:
         return _function(numpy.copy, (self,), {"order": order})

@@ -1,20 +1,29 @@
-"""Whose code made a call: the user's, a third-party library's, or NumPy's and npgpu's own.
+"""Whose code made a call: the user's, a third-party library's, or code working on their behalf.
 
-The one place that looks at the caller's frames. Three questions are asked today, each with its
-own rule (kept as they were when they lived in _array, _report and _fperr; issues #16/#17 make
-them one rule that also knows the standard library):
+The one place that looks at the caller's frames, with one rule (``kind``) for every question:
 
-- ``caller``: the first frame outside npgpu and NumPy, and whether it is a third-party
-  library's (library code gets host arrays, as with plain NumPy);
-- ``report_site``: the (file, line) where the report counts a call (outside npgpu and the
-  directory NumPy is installed in, frozen modules too);
-- ``outside_npgpu``: the first frame outside npgpu (where floating-point warnings point).
+- INTERNAL: npgpu's own files, NumPy's, and Python's standard library (frozen modules
+  included). None of these is where a call "comes from": the standard library runs the user's
+  code (``concurrent/futures/thread.py``, ``threading.py``, ``runpy.py``) or the user's code
+  calls it (``copy``, ``functools``, ``typing``), so the caller is further out.
+- LIBRARY: an installed third-party package (a ``site-packages`` or ``dist-packages``
+  directory). Library code gets host arrays, as with plain NumPy.
+- USER: everything else: the user's scripts, notebooks, ``python -c``.
+
+Questions asked:
+
+- ``caller``: the first frame that is not INTERNAL, and whether it is a library's;
+- ``report_site``/``user_frame``: the user's frame (the report's call site, where fallback
+  warnings point): the first USER frame; where none is on the stack, the first library frame;
+- ``outside_npgpu``: the first frame outside npgpu, where floating-point warnings point, as
+  NumPy's point at the line that called the NumPy function (that rule is NumPy's, not ours).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from typing import Any
 
 import numpy
@@ -22,32 +31,52 @@ import numpy
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE_PREFIX = os.path.dirname(__file__) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
-_NUMPY_PARENT = os.path.dirname(_NUMPY_DIR)  # (the report's rule: everything installed beside NumPy)
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
-#: code object -> 0 NumPy/npgpu internals, 1 library, 2 user code (read by the C operators too)
+
+def _standard_library_dirs() -> tuple[str, ...]:
+    found = []
+    for key in ("stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            found += [os.path.join(path, ""), os.path.join(os.path.realpath(path), "")]
+    return tuple(dict.fromkeys(found))
+
+
+#: Python's standard library (site-packages lies inside it: libraries are told apart first).
+_STDLIB_DIRS = _standard_library_dirs()
+
+#: code object -> 0 internals (npgpu, NumPy, the standard library), 1 library, 2 user code
+#: (read by the C operators too: they record a call at once only where the frame is user code)
 CODE_KIND: dict[Any, int] = {}
 INTERNAL, LIBRARY, USER = 0, 1, 2
+#: The call site of a call with neither user nor library code on the stack (``executor.submit(np.sin, x)``
+#: runs np.sin from the standard library's worker thread, with no line of the user's below it)
+NO_USER_SITE = "<no user code on the stack>"
+
+
+def kind_of_file(filename: str) -> int:
+    """INTERNAL, LIBRARY or USER for a source file name (the one rule)."""
+    if filename.startswith((_PACKAGE_DIR, _NUMPY_DIR, "<frozen")):
+        return INTERNAL
+    if any(marker in filename for marker in _LIBRARY_MARKERS):
+        return LIBRARY
+    if filename.startswith(_STDLIB_DIRS):
+        return INTERNAL
+    return USER
 
 
 def kind(code: Any) -> int:
     """INTERNAL, LIBRARY or USER: who wrote ``code`` (remembered per code object)."""
     found = CODE_KIND.get(code)
     if found is None:
-        filename = code.co_filename
-        if filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)) or filename.startswith("<frozen"):
-            found = INTERNAL
-        elif any(marker in filename for marker in _LIBRARY_MARKERS):
-            found = LIBRARY
-        else:
-            found = USER
-        CODE_KIND[code] = found
+        found = CODE_KIND[code] = kind_of_file(code.co_filename)
     return found
 
 
 def caller(frame: Any = None) -> tuple[Any, bool]:
-    """(the first frame outside NumPy and npgpu, whether it belongs to a third-party library),
-    looking from ``frame`` (default: the caller's caller) outwards.
+    """(the first frame outside NumPy, npgpu and the standard library, whether it belongs to a
+    third-party library), looking from ``frame`` (default: the caller's caller) outwards.
 
     Library code (SciPy, matplotlib, pandas, ...) gets host arrays, as with plain NumPy; the
     frame of user code is where the report counts the call.
@@ -69,31 +98,44 @@ def called_from_library() -> bool:
     return caller(sys._getframe(1))[1]
 
 
-_REPORT_INTERNAL: dict[Any, bool] = {}
+def user_frame(frame: Any) -> tuple[Any, int]:
+    """(the user's frame from ``frame`` outwards, how many frames were passed to reach it).
 
-
-def _report_internal(code: Any) -> bool:
-    internal = _REPORT_INTERNAL.get(code)
-    if internal is None:
-        internal = code.co_filename.startswith((_PACKAGE_DIR, _NUMPY_PARENT, "<frozen"))
-        _REPORT_INTERNAL[code] = internal
-    return internal
+    The first USER frame; where there is none (a library's own thread), the first library
+    frame; where there is neither, (None, 0)."""
+    steps = 0
+    library: tuple[Any, int] = (None, 0)
+    known = CODE_KIND
+    while frame is not None:
+        found = known.get(frame.f_code)
+        if found is None:
+            found = kind(frame.f_code)
+        if found == USER:
+            return frame, steps
+        if found == LIBRARY and library[0] is None:
+            library = (frame, steps)
+        frame = frame.f_back
+        steps += 1
+    return library
 
 
 def report_site() -> tuple[str, int]:
-    """(file, line) of the innermost frame outside npgpu and NumPy, looking from the caller's
-    caller outwards: the user's code, where the report counts a call."""
+    """(file, line) of the user's frame (see ``user_frame``), looking from the caller's caller
+    outwards: where the report counts a call."""
     frame = sys._getframe(2)
-    known = _REPORT_INTERNAL
-    while frame is not None:
-        code = frame.f_code
-        internal = known.get(code)
-        if internal is None:
-            internal = _report_internal(code)
-        if not internal:
-            return code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
+    code = frame.f_code
+    if CODE_KIND.get(code) != USER:
+        frame, _ = user_frame(frame)
+        if frame is None:
+            return NO_USER_SITE, 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def user_stacklevel(frame: Any) -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` called in ``frame``'s function point at
+    the user's line (1 where no user or library frame is found)."""
+    found, steps = user_frame(frame)
+    return 1 + steps if found is not None else 1
 
 
 def outside_npgpu(frame: Any) -> tuple[Any, int]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy
 
-from . import _config, _operands, _ops, _placement, _report, _transfer
+from . import _callsite, _config, _operands, _ops, _placement, _report, _transfer
 from ._array import DeviceArray
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
@@ -21,6 +21,7 @@ from .lazy import recorder as _recorder
 
 _SCALARS = (int, float, complex, bool, numpy.generic)
 MUTATES_FIRST = _ops.MUTATES_FIRST
+_code_kind = _callsite.CODE_KIND
 
 
 def _proxy_tree(obj: Any) -> Any:
@@ -74,6 +75,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     backend = devices[0]._backend if devices else state.backend
     if backend is None or backend.is_host or not state.enabled or _subclassed(hosts):
         return run_on_host(func, func, args, kwargs, mutated, record="host" if devices or state.enabled else None)
+    if func in _ops.HOST_IO:  # files and text: host work by nature, not a fallback
+        return run_on_host(func, func, args, kwargs, mutated, record="host")
     if devices:  # lists and tuples that are array data become arrays, placed like any host operand
         converted = _operands.function_arguments(func, args, kwargs)
         if converted is None:
@@ -108,7 +111,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         if not devices:  # nothing forced the device: plain host work, not a fallback
             _report.record(func, "host")
             return func(*args, **kwargs)
-        return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend))
+        return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend, args))
     try:
         nargs = tuple(to_native_tree(a, backend, func) for a in args)
         nkwargs = {k: to_native_tree(v, backend, func) for k, v in kwargs.items()}
@@ -257,13 +260,29 @@ def _host_out(kwargs: dict[str, Any]) -> bool:
     return out is not None and any(type(o) is numpy.ndarray for o in (out if isinstance(out, tuple) else (out,)))
 
 
-def _reason(func: Any, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any], backend: Any) -> str:
+def _asked_dtype(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> numpy.dtype | None:
+    """The dtype a call asks for (``astype(str)``, ``zeros(n, dtype=...)``), if any and valid."""
+    position = _ops.DTYPE_POSITION.get(func)
+    asked = kwargs.get("dtype", args[position] if position is not None and len(args) > position else None)
+    if asked is None:
+        return None
+    try:
+        return numpy.dtype(asked)
+    except TypeError:
+        return None
+
+
+def _reason(func: Any, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any], backend: Any,
+            args: tuple[Any, ...] = ()) -> str:
     name = getattr(func, "__name__", repr(func))
     if func not in backend.functions:
         return f"{backend.name} has no {name}"
     if not backend.supports_dtypes(dtypes):
         bad = sorted({str(d) for d in dtypes if not backend.supports_dtypes((d,))})
         return f"{backend.name} does not support dtype {', '.join(bad)}"
+    asked = _asked_dtype(func, args, kwargs)
+    if asked is not None and not backend.supports_dtypes((asked,)):
+        return f"{backend.name} does not support dtype {asked} (asked for)"
     if kwargs:
         return f"{backend.name} {name} does not support these arguments: {', '.join(sorted(kwargs))}"
     return f"{backend.name} does not support {name} with these arguments"
@@ -406,6 +425,8 @@ def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
 def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any], frame: Any = None) -> Any:
     """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs (``frame``: the user's, if known)."""
     state = _config._state.get() or _config._default
+    if frame is not None and _code_kind.get(frame.f_code) != _callsite.USER:  # the report counts the user's line
+        frame = _callsite.user_frame(frame)[0]
     if (method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin
             and uf.signature is None):
         result = _fast_call(uf, inputs, state.fusion, frame)

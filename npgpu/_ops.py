@@ -173,6 +173,12 @@ METADATA = frozenset({numpy.shape, numpy.ndim, numpy.size, numpy.iscomplexobj, n
 #: Functions that ask whether two arrays' memory overlaps (the backend answers for device arrays).
 MEMORY = frozenset({numpy.shares_memory, numpy.may_share_memory})
 
+#: Functions whose work is the host's by nature (writing files, making text): NumPy runs them on
+#: host copies of device arrays, counted as host work, never as a fallback (a fallback is what a
+#: device backend could not do).
+HOST_IO = frozenset({numpy.save, numpy.savez, numpy.savez_compressed, numpy.savetxt, numpy.array2string,
+                     numpy.array_repr, numpy.array_str})
+
 # -- results --------------------------------------------------------------------------------------
 
 #: Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.

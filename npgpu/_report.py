@@ -1,11 +1,16 @@
 """Counters behind ``npgpu.report()``: calls on device and host, fallbacks, bytes and time moved.
 
-Counted per function and per call site in user code (file:line); fusion adds kernel statistics.
+Counted per function and per call site in user code (file:line, decided by ``_callsite``); fusion
+adds kernel statistics. Each figure is what its column says: ``host`` is work NumPy did by
+choice (placement, a library's call, host I/O), ``fallbk`` only work a device backend could not
+do; ``xfer ms`` is time spent moving bytes and ``wait ms`` the time a transfer first waited for
+device work queued before it (kernels, booked apart from the transfer).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import warnings
 from collections import defaultdict
@@ -23,7 +28,8 @@ class Counts:
     fallback: int = 0
     bytes_to_device: int = 0
     bytes_to_host: int = 0
-    transfer_seconds: float = 0.0
+    transfer_seconds: float = 0.0  # moving bytes only
+    device_wait_seconds: float = 0.0  # waiting, at a transfer, for the device work queued before it
     reasons: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Counts) -> None:
@@ -33,17 +39,20 @@ class Counts:
         self.bytes_to_device += other.bytes_to_device
         self.bytes_to_host += other.bytes_to_host
         self.transfer_seconds += other.transfer_seconds
+        self.device_wait_seconds += other.device_wait_seconds
         for reason, n in other.reasons.items():
             self.reasons[reason] = self.reasons.get(reason, 0) + n
 
 
 _lock = threading.Lock()
 # Raw events, aggregated only when a report is asked for, so recording stays cheap on the hot path:
-# (function, call site, where, reason) -> count, and (function, call site, direction) -> [bytes, seconds].
+# (function, call site, where, reason) -> count, and (function, call site, direction) ->
+# [bytes, seconds moving them, seconds waiting for the device first].
 _calls: dict[tuple[Any, tuple[str, int], str, str | None], int] = {}
 _moves: dict[tuple[Any, tuple[str, int], str], list[float]] = {}
 _kernels: dict[str, float] = defaultdict(float)
 call_site = _callsite.report_site
+_code_kind = _callsite.CODE_KIND
 
 
 def _name(func: Any) -> str:
@@ -95,6 +104,12 @@ def count(func: Any, where: str, frame: Any) -> None:
     """Count a call whose user frame the caller already knows (no stack walk, no lock)."""
     table = thread_table()
     code = frame.f_code
+    if _code_kind.get(code) != _callsite.USER:  # (a frame handed in from the standard library's thread)
+        user, _ = _callsite.user_frame(frame)
+        if user is None:
+            record(func, where)
+            return
+        frame, code = user, user.f_code
     key = (id(func), id(code), frame.f_lasti, where)
     n = table.get(key)
     if n is None:
@@ -110,13 +125,15 @@ def _line(code: Any, offset: int) -> int:
     return code.co_firstlineno
 
 
-def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None) -> None:
-    """Count bytes moved ("to_device" or "to_host") and the time it took."""
+def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None, waited: float = 0.0) -> None:
+    """Count bytes moved ("to_device" or "to_host"), the time moving them took (``seconds``) and
+    the time the transfer first waited for device work queued before it (``waited``)."""
     key = (func if func is not None else "<conversion to host>", call_site(), direction)
     with _lock:
-        entry = _moves.setdefault(key, [0, 0.0])
+        entry = _moves.setdefault(key, [0, 0.0, 0.0])
         entry[0] += nbytes
         entry[1] += seconds
+        entry[2] += waited
 
 
 def record_kernel(stat: str, amount: float = 1, **more: float) -> None:
@@ -133,7 +150,12 @@ def record_kernel(stat: str, amount: float = 1, **more: float) -> None:
 # wrappers, npgpu._speedups.Counter (a C integer) for the C ones. Increments from threads running
 # at once can be lost; these are statistics, not fallbacks (those are always counted).
 _host_counters: list[tuple[Any, Any]] = []
-SMALL_CALLS_SITE = "(small NumPy calls, site not recorded)"
+SMALL_CALLS_SITE = "(NumPy's own calls, site not recorded)"
+#: What the row above holds (printed under the table when it appears).
+SMALL_CALLS_NOTE = ("(NumPy's own calls, site not recorded): host calls NumPy ran at once, counted per function: "
+                    "those below the placement thresholds, and on the numpy backend also array constructors and "
+                    "random draws of any size")
+
 
 
 def host_counter(func: Any, cell: Any = None) -> Any:
@@ -158,16 +180,21 @@ def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
             code = _objects[code_id]
             calls.append(((_objects[func_id], (code.co_filename, _line(code, offset)), where, None), n))
     for (func, (filename, line), where, reason), n in calls:
-        for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
+        for counts in (functions[_name(func)], sites[_site(filename, line)]):
             setattr(counts, where, getattr(counts, where) + n)
             if reason is not None:
                 counts.reasons[reason] = counts.reasons.get(reason, 0) + n
-    for (func, (filename, line), direction), (nbytes, seconds) in _moves.items():
-        for counts in (functions[_name(func)], sites[f"{filename}:{line}"]):
+    for (func, (filename, line), direction), (nbytes, seconds, waited) in _moves.items():
+        for counts in (functions[_name(func)], sites[_site(filename, line)]):
             attr = "bytes_" + direction
             setattr(counts, attr, getattr(counts, attr) + int(nbytes))
             counts.transfer_seconds += seconds
+            counts.device_wait_seconds += waited
     return dict(functions), dict(sites)
+
+
+def _site(filename: str, line: int) -> str:
+    return f"{filename}:{line}" if line else filename
 
 
 class Report:
@@ -194,14 +221,15 @@ class Report:
 
     @staticmethod
     def _table(title: str, rows: dict[str, Counts], limit: int = 40) -> list[str]:
-        head = f"{title:<44} {'device':>7} {'host':>7} {'fallbk':>7} {'MB->dev':>9} {'MB->host':>9} {'xfer ms':>8}"
+        head = (f"{title:<44} {'device':>7} {'host':>7} {'fallbk':>7} {'MB->dev':>9} {'MB->host':>9} {'xfer ms':>8} "
+                f"{'wait ms':>8}")
         lines = [head, "-" * len(head)]
         ordered = sorted(rows.items(), key=lambda kv: -(kv[1].device + kv[1].host + kv[1].fallback))
         for key, c in ordered[:limit]:
             label = key if len(key) <= 44 else "..." + key[-41:]
             lines.append(
                 f"{label:<44} {c.device:>7} {c.host:>7} {c.fallback:>7} {c.bytes_to_device / 1e6:>9.2f} "
-                f"{c.bytes_to_host / 1e6:>9.2f} {c.transfer_seconds * 1e3:>8.2f}"
+                f"{c.bytes_to_host / 1e6:>9.2f} {c.transfer_seconds * 1e3:>8.2f} {c.device_wait_seconds * 1e3:>8.2f}"
             )
             for reason, n in sorted(c.reasons.items()):
                 lines.append(f"    fallback x{n}: {reason}")
@@ -209,13 +237,30 @@ class Report:
             lines.append(f"... {len(ordered) - limit} more")
         return lines
 
+    def summary(self) -> str:
+        """One line: calls on the device, on the host and fallen back, bytes moved, fusion."""
+        t = self.totals()
+        calls = t.device + t.host + t.fallback
+        share = f" ({100 * t.device / calls:.0f}% on the device)" if calls else ""
+        kernels = self.kernels.get("kernels_launched", 0)
+        fused = self.kernels.get("ops_fused", 0)
+        return (f"{t.device} calls on the device, {t.host} on the host, {t.fallback} fallbacks{share}; "
+                f"{t.bytes_to_device / 1e6:.2f} MB to the device, {t.bytes_to_host / 1e6:.2f} MB to the host "
+                f"({t.transfer_seconds * 1e3:.2f} ms moving, {t.device_wait_seconds * 1e3:.2f} ms waiting for the "
+                f"device); {kernels:g} fused kernels ran {fused:g} operations")
+
     def __str__(self) -> str:
         if not self.functions:
             return ("npgpu report: nothing recorded (acceleration off, or no calls yet; ufuncs on NumPy arrays are "
                     "NumPy's own calls and are not counted)")
-        lines = ["npgpu report", ""]
+        lines = ["npgpu report: " + self.summary(), ""]
         lines += self._table("function", self.functions)
         lines += [""] + self._table("call site", self.sites)
+        lines += ["", "host: NumPy ran it by choice (small or host-only work, a library's call); fallbk: a device "
+                  "backend could not; xfer ms: moving bytes; wait ms: waiting at a transfer for device work queued "
+                  "before it"]
+        if SMALL_CALLS_SITE in self.sites:
+            lines.append(SMALL_CALLS_NOTE)
         if self.kernels:
             lines += ["", "kernels: " + ", ".join(f"{k}={v:g}" for k, v in sorted(self.kernels.items()))]
         return "\n".join(lines)
@@ -250,7 +295,7 @@ def notify(state: Any, key: Any, reason: str) -> None:
     message = f"npgpu: {name} ran in NumPy on the host: {reason}"
     if state.on_fallback == "raise":
         raise FallbackError(message)
-    if state.on_fallback == "warn":
-        warnings.warn(message, FallbackWarning, stacklevel=5)
+    if state.on_fallback == "warn":  # (at the user's line, as NumPy's warnings point at the caller's)
+        warnings.warn(message, FallbackWarning, stacklevel=_callsite.user_stacklevel(sys._getframe()))
     elif state.on_fallback == "log":
         logger.warning(message)

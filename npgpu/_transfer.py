@@ -1,7 +1,10 @@
 """Moving operands between host and device: scan arguments for arrays, upload, download, wrap.
 
 Every transfer is timed and counted in the report; downloads are where the host waits for the
-device, so floating-point warnings of the work before them are delivered there (_fperr).
+device, so floating-point warnings of the work before them are delivered there (_fperr). A
+transfer first waits for the device work queued before it (a download needs its kernels' results;
+an in-order queue runs a copy after them anyway): that wait is booked as device time, apart from
+the time moving the bytes.
 """
 
 from __future__ import annotations
@@ -50,13 +53,15 @@ def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
     """A device copy of a host array; an array whose axes are permuted (Fortran order, a
     transpose) keeps that layout, as ``np.asarray`` keeps it."""
     start = time.perf_counter()
+    backend.sync()  # (the queued work: device time, not the upload's)
+    moving = time.perf_counter()
     order = None if array.flags.c_contiguous else _axes_in_memory_order(array.shape, array.strides)
     if order is not None and array.transpose(order).flags.c_contiguous:
         native = backend.from_host(array.transpose(order))
         native = backend.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
     else:
         native = backend.from_host(array)
-    _report.record_transfer("to_device", array.nbytes, time.perf_counter() - start, func)
+    _report.record_transfer("to_device", array.nbytes, time.perf_counter() - moving, func, moving - start)
     return native
 
 
@@ -65,9 +70,12 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
     start = time.perf_counter()
     backend = array._backend
+    moving = start
     try:
         native = array._native  # (computing a pending array can find the device too small)
         _fperr.prefetch(backend)
+        backend.sync()  # its kernels (and the work queued before them) finish: device time
+        moving = time.perf_counter()
         order = _axes_in_memory_order(native.shape, native.strides)
         if order is None:
             host = backend.to_host(native)
@@ -78,7 +86,8 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
         if array._pending is None:
             raise
         host = _lazy.host_value(array)
-    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+        start = moving = time.perf_counter()  # (NumPy computed it: host time, neither moving nor waiting)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - moving, func, moving - start)
     _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
     return host
 
@@ -131,8 +140,10 @@ def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generi
     """The NumPy scalar a 0-d native holds: one small read, counted as a transfer."""
     start = time.perf_counter()
     _fperr.prefetch(backend)
+    backend.sync()  # the kernel that computed it: device time
+    moving = time.perf_counter()
     host = backend.to_host(native)
-    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - start, func)
+    _report.record_transfer("to_host", host.nbytes, time.perf_counter() - moving, func, moving - start)
     _fperr.deliver(backend)
     return host[()]
 

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends", "npgpu.backends.numpy_backend",
      "npgpu.backends.cupy_backend", "npgpu.backends.opencl_backend"),
-    ("npgpu._config", "npgpu._placement"),
+    ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),
     ("npgpu._transfer",),

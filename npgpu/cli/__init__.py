@@ -6,8 +6,13 @@
 
 from __future__ import annotations
 
+import platform
 import sys
 from collections.abc import Sequence
+
+import numpy
+
+import npgpu
 
 from .bench import _cmd_bench, _split_bench_tokens, compare_arrays, compare_runs, compare_text  # noqa: F401
 from .info import _cmd_info, collect_info  # noqa: F401
@@ -17,6 +22,7 @@ _USAGE = """\
 usage: npgpu run   [--backend B] [--on-fallback M] script.py [args...]
        npgpu bench [options] script.py [args...]
        npgpu info  [--json]
+       npgpu --version
 
   run    run an unmodified NumPy script with its numpy imports resolved to npgpu
   bench  time the script under plain NumPy and under npgpu, check the outputs agree
@@ -32,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         sys.stdout.write(_USAGE)
         return 0 if args else 2
+    if args[0] in ("--version", "-V"):
+        sys.stdout.write(f"npgpu {npgpu.__version__} (numpy {numpy.__version__}, python {platform.python_version()})\n")
+        return 0
     command, rest = args[0], args[1:]
     if command == "run":
         return _cmd_run(rest)

@@ -57,8 +57,10 @@ def collect_info() -> dict[str, Any]:
         "packages": {},
         "backends": {},
         "active_backend": npgpu.current_backend(),
-        "auto_picks": backends.resolve_auto(),
     }
+    explanation = npgpu.explain()  # (auto's choice, why, and what would accelerate more)
+    doc["auto_picks"] = explanation.choice
+    doc["auto"] = explanation.as_dict()
     crashed = set()
     for package, backend in (("cupy", "cupy"), ("pyopencl", "opencl")):
         probe = _probe_version(package)
@@ -120,7 +122,11 @@ def _info_text(doc: dict[str, Any]) -> str:
     ]
     for package, probe in doc["packages"].items():
         lines.append(f"{package:<9} {probe['version'] if probe['importable'] else 'not importable: ' + probe['why']}")
-    lines += ["", f"backends (active: {doc['active_backend']}; auto picks {doc['auto_picks']})"]
+    auto = doc["auto"]
+    lines += ["", f"auto picks {auto['choice']}: {auto['reason']}"]
+    if auto["hint"]:
+        lines.append(f"  to accelerate here: {auto['hint']}")
+    lines += ["", f"backends (active: {doc['active_backend'] or 'none'}; auto picks {doc['auto_picks']})"]
     for name, entry in doc["backends"].items():
         lines.append(f"  {name:<7} {'can run here' if entry['available'] else 'unavailable: ' + entry['reason']}")
         for key, value in (entry.get("describe") or {}).items():
