@@ -157,6 +157,7 @@ print("mean", float(np.sqrt(x).mean()))
 """
 
 
+@pytest.mark.slow
 def test_bench_agreeing_outputs(tmp_path: Path) -> None:
     script = _script(tmp_path, "saver.py", SAVING_SCRIPT)
     plot = tmp_path / "cmp.png"
@@ -183,6 +184,7 @@ def test_bench_agreeing_outputs(tmp_path: Path) -> None:
     assert not (tmp_path / "x.npy").exists()  # each run had its own working directory
 
 
+@pytest.mark.slow
 def test_bench_json(tmp_path: Path) -> None:
     script = _script(tmp_path, "saver.py", SAVING_SCRIPT)
     got = _npgpu(
@@ -203,6 +205,7 @@ np.save("which.npy", np.array([len(np.__name__), 1.0]))
 """
 
 
+@pytest.mark.slow
 def test_bench_reports_differences_and_fails(tmp_path: Path) -> None:
     script = _script(tmp_path, "differs.py", DIFFERING_SCRIPT)
     got = _npgpu("bench", str(script), "--backend", "numpy", "--repeat", "1", "--warmup", "0", cwd=tmp_path)
@@ -211,6 +214,7 @@ def test_bench_reports_differences_and_fails(tmp_path: Path) -> None:
     assert "'module numpy'" in got.stdout and "'module npgpu'" in got.stdout
 
 
+@pytest.mark.slow
 def test_bench_failing_script(tmp_path: Path) -> None:
     script = _script(tmp_path, "boom.py", RAISING_SCRIPT)
     got = _npgpu("bench", str(script), "--backend", "numpy", "--repeat", "1", "--warmup", "0", cwd=tmp_path)

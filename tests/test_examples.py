@@ -16,6 +16,7 @@ from conftest import REPO, subprocess_env
 from npgpu.cli import compare_text
 
 EXAMPLES = REPO / "examples"
+pytestmark = pytest.mark.slow  # (a subprocess per example and backend: -m "not slow" leaves them out)
 
 #: Small sizes so that the whole matrix stays within seconds.
 SMALL_ARGS: dict[str, list[str]] = {

@@ -219,6 +219,7 @@ def test_b():
 """
 
 
+@pytest.mark.slow
 def test_runner_goes_on_past_a_crash_and_a_timeout(tmp_path: Path) -> None:
     (tmp_path / "npgpu").mkdir()
     (tmp_path / "npgpu" / "pytest.ini").write_text(ns.PYTEST_INI)
@@ -236,6 +237,7 @@ def test_runner_goes_on_past_a_crash_and_a_timeout(tmp_path: Path) -> None:
 # --- the CI sample ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.numpy_suite
 def test_numpy_suite_sample(tmp_path: Path) -> None:
     modes, missing = ns.available_modes(None)

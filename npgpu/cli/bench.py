@@ -159,6 +159,7 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
     reference: dict[str, RunResult] = {}
     differences: list[str] = []
     compared_files: list[str] = []
+    suggestion: list[str] = []
     last_report: dict[str, Any] | None = None
     workdirs: list[str] = []
     progress = _Progress(opts.warmup + opts.repeat)
@@ -186,6 +187,9 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
                     last_report = result.report
                     if not differences:
                         differences, compared_files = compare_runs(reference["numpy"], result, opts)
+                        if differences:
+                            suggestion = ignore_suggestion(reference["numpy"].stdout, result.stdout, opts.rtol,
+                                                           opts.atol, opts.ignore)
     finally:
         progress.clear()
         if not opts.keep:
@@ -211,7 +215,10 @@ def _cmd_bench(tokens: Sequence[str]) -> int:
         "atol": opts.atol,
         "report": (last_report or {}).get("report"),
         "startup": startup,
+        "ignore_suggestion": suggestion if differences and not any(d.startswith("file ") for d in differences)
+        else [],
     }
+    result_doc["diagnosis"] = diagnosis(result_doc) if result_doc["speedup"] < 1 else []
     if opts.plot:
         _plot(result_doc, opts.plot)
     if opts.json:
@@ -429,6 +436,105 @@ def _compare_array_files(name: str, a: str, b: str, rtol: float, atol: float) ->
         return diffs
 
 
+#: Words that make a printed line a timing (which differs from run to run).
+_TIMING_WORD = re.compile(r"(?<![\w.])(s|ms|us|µs|ns|sec|secs|seconds?|time[ds]?|timings?|elapsed|took|runtime|"
+                          r"wall|duration|per ?sec(ond)?|it/s|[kmg]?flops|throughput)(?![\w])", re.IGNORECASE)
+
+
+def ignore_suggestion(expected: str, actual: str, rtol: float = 1e-6, atol: float = 1e-9,
+                      ignore: Sequence[str] = ()) -> list[str]:
+    """``--ignore`` patterns for the differing stdout lines when every one of them is a timing
+    (its words agree, only its numbers differ, and it says s, ms, time, elapsed, ...); [] when
+    any other line differs."""
+    patterns = [re.compile(p) for p in ignore]
+    keep = [[line for line in text.splitlines() if not any(p.search(line) for p in patterns)]
+            for text in (expected, actual)]
+    if len(keep[0]) != len(keep[1]):
+        return []
+    found: list[str] = []
+    for want, got in zip(*keep, strict=True):
+        if _line_agrees(want, got, rtol, atol):
+            continue
+        words = _NUMBER.split(want)
+        if (len(_NUMBER.findall(want)) != len(_NUMBER.findall(got)) or
+                [" ".join(w.split()) for w in words] != [" ".join(w.split()) for w in _NUMBER.split(got)] or
+                not _TIMING_WORD.search(" ".join(words))):
+            return []
+        prefix = words[0].strip()
+        pattern = "^" + re.escape(prefix) if prefix else re.escape(next(w.strip() for w in words if w.strip()))
+        if pattern not in found:
+            found.append(pattern)
+    return found
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f} s" if value >= 0.01 else f"{value * 1e3:.2f} ms"
+
+
+def diagnosis(doc: dict[str, Any]) -> list[str]:
+    """Where the time went in an npgpu run slower than NumPy's, and hints at what would change it
+    (read from the run's report: calls per place, transfers, waits, fallbacks by function)."""
+    numpy_t, npgpu_t = doc["numpy"]["median"], doc["npgpu"]["median"]
+    lines = [f"why npgpu was slower ({npgpu_t:.3f} s against NumPy's {numpy_t:.3f} s, median):"]
+    hints: list[str] = []
+    start = doc.get("startup") or {}
+    extra_start = start.get("npgpu", 0.0) - start.get("numpy", 0.0)
+    if start:
+        lines.append(f"  start-up   npgpu {start['npgpu']:.3f} s, NumPy {start['numpy']:.3f} s (a script that only "
+                     f"imports numpy): {extra_start:+.3f} s of the {npgpu_t - numpy_t:.3f} s difference")
+    if extra_start > 0.5 * (npgpu_t - numpy_t):
+        hints.append("start-up is most of the difference: a longer run (a larger size) amortizes it")
+    backend = doc.get("backend")
+    report = doc.get("report") or {}
+    totals = report.get("totals") or {}
+    if backend == "numpy":
+        hints.append("the run was on the numpy backend, which is NumPy itself, so it can't be faster; "
+                     + (npgpu.explain().hint or "run it on a device backend (--backend)"))
+    if not totals:
+        lines += ["  (no report from the npgpu run)"] + [f"  hint: {h}" for h in hints]
+        return lines
+    calls = totals["device"] + totals["host"] + totals["fallback"]
+    share = 100 * totals["device"] / calls if calls else 0.0
+    lines.append(f"  calls      {totals['device']} on the device ({share:.0f}%), {totals['host']} on the host, "
+                 f"{totals['fallback']} fallbacks")
+    moving, waiting = totals.get("transfer_seconds", 0.0), totals.get("device_wait_seconds", 0.0)
+    lines.append(f"  transfers  {totals['bytes_to_device'] / 1e6:.1f} MB to the device, "
+                 f"{totals['bytes_to_host'] / 1e6:.1f} MB to the host: {_seconds(moving)} moving them")
+    lines.append(f"  device     {_seconds(waiting)} waiting for device work at transfers (the kernels' run time)")
+    kernels = report.get("kernels") or {}
+    if kernels.get("kernels_launched"):
+        lines.append(f"  fusion     {kernels['kernels_launched']:g} fused kernels ran {kernels.get('ops_fused', 0):g} "
+                     f"operations; launching them took {_seconds(kernels.get('fused_seconds', 0.0))} "
+                     "(building new kernels included)")
+    functions = report.get("functions") or {}
+    fallbacks = sorted(((c["fallback"], name, c.get("reasons") or {}) for name, c in functions.items()
+                        if c["fallback"]), reverse=True)
+    for n, name, reasons in fallbacks[:5]:
+        reason = max(reasons, key=reasons.get) if reasons else "?"
+        lines.append(f"  fallback   {name} x{n}: {reason}")
+    hosts = sorted(((c["host"], name) for name, c in functions.items() if c["host"]), reverse=True)
+    if hosts and backend != "numpy":
+        lines.append("  host       " + ", ".join(f"{name} x{n}" for n, name in hosts[:5]))
+    if fallbacks:
+        hints.append("each fallback runs in NumPy and moves its operands off the device and back: the functions "
+                     "above are the ones to replace or avoid (README: What falls back, and why)")
+    if backend != "numpy" and calls and share < 50:
+        hints.append("most calls stayed on the host: arrays below the placement thresholds (npgpu info) stay in "
+                     "NumPy; --threshold BYTES moves smaller ones too (it pays for large arrays only)")
+    if moving > 0.1 * npgpu_t:
+        hints.append(f"moving data took {_seconds(moving)}: keep arrays on the device between calls (converting or "
+                     "printing whole arrays, and host operands of device calls, move them)")
+    if waiting > 0.25 * npgpu_t:
+        hints.append(f"the device's own work took {_seconds(waiting)}: on a CPU device (PoCL) that is the computation "
+                     "itself, which pays only for large fused elementwise work and reductions; a GPU runs it faster")
+    if kernels.get("fused_seconds", 0.0) > 0.25 * npgpu_t:
+        hints.append("launching fused kernels took a large share: the first run of a kernel builds it (PoCL and CUDA "
+                     "cache built kernels between runs: see the warm-up runs)")
+    if not hints:
+        hints.append("none of the above stands out: run with --repeat 10 to see whether it is noise")
+    return lines + [f"  hint: {h}" for h in hints]
+
+
 def _bench_table(doc: dict[str, Any], report_text: str | None) -> str:
     args = " ".join(doc["args"])
     lines = [
@@ -441,7 +547,8 @@ def _bench_table(doc: dict[str, Any], report_text: str | None) -> str:
     for mode in ("numpy", "npgpu"):
         t = doc[mode]
         lines.append(f"  {mode:<8} {t['median']:>9.3f}s {t['min']:>9.3f}s {t['max']:>9.3f}s")
-    lines.append(f"  speedup  {doc['speedup']:.2f}x (numpy median / npgpu median)")
+    verdict = "npgpu faster" if doc["speedup"] >= 1 else "npgpu slower"
+    lines.append(f"  speedup  {doc['speedup']:.2f}x (numpy median / npgpu median: {verdict})")
     start = doc["startup"]
     lines.append(
         f"  startup  numpy {start['numpy']:.3f}s, npgpu {start['npgpu']:.3f}s "
@@ -456,9 +563,26 @@ def _bench_table(doc: dict[str, Any], report_text: str | None) -> str:
         lines += [f"    {d}" for d in doc["differences"][:20]]
         if len(doc["differences"]) > 20:
             lines.append(f"    ... {len(doc['differences']) - 20} more")
+        if doc.get("ignore_suggestion"):
+            options = " ".join(f"--ignore '{p}'" for p in doc["ignore_suggestion"])
+            lines.append(f"  only lines that look like timings differ: to leave them out, run again with {options}")
     if report_text:
         lines += ["", "npgpu run report (last timed run):", report_text]
+    if doc.get("diagnosis"):
+        lines += [""] + doc["diagnosis"]
     return "\n".join(lines) + "\n"
+
+
+def plot_title(doc: dict[str, Any]) -> str:
+    """The plot's title: the script with its arguments, the ratio and whether it means faster."""
+    command = " ".join([os.path.basename(doc["script"]), *doc["args"]])
+    speedup = doc["speedup"]
+    if speedup >= 1:
+        verdict = f"npgpu {speedup:.2f}x faster than NumPy"
+    else:
+        verdict = f"npgpu {1 / speedup:.2f}x slower than NumPy ({speedup:.2f}x its speed)"
+    agree = "outputs agree" if doc["agree"] else "OUTPUTS DIFFER"
+    return f"{command} ({doc['backend']}): {verdict}, {agree}"
 
 
 def _plot(doc: dict[str, Any], path: str) -> None:
@@ -476,8 +600,7 @@ def _plot(doc: dict[str, Any], path: str) -> None:
         ax.plot(t["times"], [y] * len(t["times"]), "k.", alpha=0.5)
     ax.set_yticks([0, 1], modes)
     ax.set_xlabel("wall time of a fresh process [s] (bar: median, whiskers: min..max)")
-    verdict = "outputs agree" if doc["agree"] else "OUTPUTS DIFFER"
-    ax.set_title(f"{os.path.basename(doc['script'])}: {doc['speedup']:.2f}x, {verdict}", fontsize=10)
+    ax.set_title(plot_title(doc), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
