@@ -290,11 +290,6 @@ class ArrayModuleBackend(Backend):
             return False
         if func is numpy.ndarray.view and _views_as_class(args, kwargs):
             return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
-        if func is numpy.einsum and (not args or not isinstance(args[0], str) or "out" in kwargs
-                                     or not isinstance(kwargs.get("optimize", False), (bool, str))):
-            return False  # CuPy's einsum takes no sublist subscripts, out= or explicit contraction path
-        if func is numpy.clip and not _clip_bounds_without_nan(self, args, kwargs):
-            return False  # CuPy's clip ignores NaN bounds, NumPy's propagates them
         accepted = self._keywords[func]
         if accepted is not None:
             return accepted.issuperset(kwargs)
@@ -379,6 +374,10 @@ class ArrayModuleBackend(Backend):
         indices (CuPy wraps them around) and for index arrays that don't broadcast together (CuPy:
         ValueError); TypeError for slices with float bounds (CuPy takes them)."""
         items = key if isinstance(key, tuple) else (key,)
+        for k in items:  # (NumPy reports a bad scalar index before a bad slice: a[0.0:, 0.0] is IndexError)
+            if isinstance(k, (float, complex, numpy.inexact)):
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                                 "integer or boolean arrays are valid indices")
         shapes = []
         for k in items:
             if isinstance(k, slice):
@@ -823,6 +822,16 @@ class CupyBackend(ArrayModuleBackend):
             "cupy": cp.__version__,
             "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
         }
+
+    def supports_function(
+        self, func: Callable[..., Any], dtypes: tuple[numpy.dtype, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        if func is numpy.einsum and (not args or not isinstance(args[0], str) or "out" in kwargs
+                                     or not isinstance(kwargs.get("optimize", False), (bool, str))):
+            return False  # CuPy's einsum takes no sublist subscripts, out= or explicit contraction path
+        if func is numpy.clip and not _clip_bounds_without_nan(args, kwargs):
+            return False  # CuPy's clip ignores NaN bounds, NumPy's propagates them
+        return super().supports_function(func, dtypes, args, kwargs)
 
     def _stager_for_size(self, nbytes: int) -> _PinnedStager | None:
         if nbytes < self.pinned_min_bytes:
@@ -1374,7 +1383,7 @@ def _numpy_complex_product_fuses(dtype: numpy.dtype) -> bool | None:
     return answer
 
 
-def _clip_bounds_without_nan(backend: ArrayModuleBackend, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _clip_bounds_without_nan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether clip's bounds are known not to be NaN: no float bound, or float scalars that aren't."""
     bounds = [*args[1:3], *(kwargs.get(k) for k in ("a_min", "a_max", "min", "max"))]
     for bound in bounds:
