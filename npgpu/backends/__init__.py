@@ -18,7 +18,7 @@ from .base import Backend
 _REGISTRY: dict[str, str] = {
     "numpy": "npgpu.backends.numpy_backend:NumpyBackend",
     "cupy": "npgpu.backends.cupy_backend:CupyBackend",
-    "opencl": "npgpu.backends.opencl_backend:OpenCLBackend",
+    "opencl": "npgpu.backends.opencl:OpenCLBackend",
     # Runs the device code path (device arrays, transfers, the CuPy routing table) on the
     # host with NumPy standing in for CuPy: how the core is tested without a GPU.
     "emulated": "npgpu.backends.cupy_backend:EmulatedBackend",
