@@ -12,7 +12,6 @@ from ...kernels import ufuncs as _table
 from ..base import Backend
 
 _PY_SCALARS = (bool, int, float, complex)
-_NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
 
 class CLArray:
     """A strided view of an OpenCL buffer: NumPy's layout (byte strides, byte offset).

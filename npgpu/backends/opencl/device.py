@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 from typing import Any, ClassVar, NoReturn
@@ -96,8 +97,6 @@ class Device(Backend):
     @classmethod
     def has_gpu(cls) -> bool:
         """True when any OpenCL GPU device exists here (``npgpu.enable("auto")`` asks); never raises."""
-        import importlib.util
-
         if importlib.util.find_spec("pyopencl") is None:
             return False
         devices, _ = cls._devices()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy
 
-from ... import _fperr
+from ... import _fperr, _ops
 from ...kernels import codegen, ir
 from ...kernels import ufuncs as _table
 from ..base import Backend
@@ -15,8 +15,6 @@ from .array import CLArray, _array_operand, _broadcast_strides, _collapse, _pair
 from .launch import _scalar_value
 from .routing import implements
 
-_COMPARISONS = frozenset("equal not_equal less less_equal greater greater_equal".split())
-_UFUNC_REDUCE = frozenset("add multiply maximum minimum logical_and logical_or".split())
 
 def _comparison_loop(
     ufunc: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...], types: tuple[Any, ...]
@@ -140,7 +138,7 @@ class Elementwise(Backend):
                     return False
             return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop)
         if method == "reduce":
-            if ufunc.__name__ not in _UFUNC_REDUCE or set(kwargs) - {
+            if ufunc not in _ops.UFUNC_REDUCTIONS or set(kwargs) - {
                 "axis",
                 "dtype",
                 "out",
@@ -204,7 +202,7 @@ class Elementwise(Backend):
             kinds.append("array" if isinstance(x, CLArray) else "scalar")
         types = tuple(_weak_type(x) for x in inputs)
         loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
-        if ufunc.__name__ in _COMPARISONS:
+        if ufunc in _ops.COMPARISONS:
             loop, types = _comparison_loop(ufunc, inputs, loop, types)
         for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
             if type(x) is int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -60,8 +61,6 @@ class Launch(Backend):
             if kernel is not None:
                 self._kernels.move_to_end(key)
                 return kernel
-        import time
-
         ks = make_source()
         t0 = time.perf_counter()
         # (built outside the lock, which launches need: a build takes 0.1-0.5 s on PoCL; two threads

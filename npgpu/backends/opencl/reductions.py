@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy
 
-from ... import _fperr
+from ... import _fperr, _ops
 from ...kernels import codegen, ir
 from ...kernels import ufuncs as _table
 from ..base import Backend
@@ -82,10 +82,6 @@ def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> n
     return res
 
 
-def _identity(op: str, dt: numpy.dtype) -> Any:
-    return _table.reduction_identity(op, dt)
-
-
 
 class Reductions(Backend):
     """Reductions (map-reduce kernels), NumPy's reduction functions and ufunc.reduce, scans."""
@@ -118,7 +114,7 @@ class Reductions(Backend):
         k = math.prod(shape[d] for d in axes)
         if initial is None:  # the identity: a float sum starts from -0.0, which keeps the sign of
             # negative zeros, and a sum of nothing is NumPy's identity, +0.0
-            initial = _identity(op, acc_dtype) if k or op != "add" else acc_dtype.type(0)
+            initial = _table.reduction_identity(op, acc_dtype) if k or op != "add" else acc_dtype.type(0)
         result = self.empty(out_shape, acc_dtype)
         index = self.empty(out_shape, numpy.int64) if op in codegen.ARG_REDUCTIONS else None
         if m == 0:
@@ -129,7 +125,7 @@ class Reductions(Backend):
         min_chunk = 4096 if self.is_cpu else 64
         parts = 1 if m >= self.parallelism else max(1, min(-(-self.parallelism // m), -(-k // min_chunk)))
         init_final = initial
-        init_first = initial if parts == 1 else _identity(op, acc_dtype)
+        init_first = initial if parts == 1 else _table.reduction_identity(op, acc_dtype)
         stage_out = result if parts == 1 else self.empty((m * parts,), acc_dtype)
         stage_idx = index if parts == 1 else (self.empty((m * parts,), numpy.int64) if index is not None else None)
         flags = None
@@ -284,13 +280,13 @@ class Reductions(Backend):
             isn = b.apply(numpy.isnan, (a.dtype, numpy.dtype(bool)), x)[0]
             val = ir.Select(isn, b.scalar(acc), val)
         inputs = [a]
-        scalars: list[Any] = [] if nan_to is None or a.dtype.kind != "f" else [_identity(op, acc)]
+        scalars: list[Any] = [] if nan_to is None or a.dtype.kind != "f" else [_table.reduction_identity(op, acc)]
         shape = a.shape
         if isinstance(where, CLArray):
             mask = b.input(numpy.dtype(bool))
             val = ir.Select(mask, val, b.scalar(acc))
             inputs.append(where)
-            scalars.append(_identity(op, acc))
+            scalars.append(_table.reduction_identity(op, acc))
             shape = numpy.broadcast_shapes(a.shape, where.shape)
             if shape != a.shape:
                 raise ValueError("where= must broadcast to the reduced array's shape")
@@ -415,7 +411,8 @@ class Reductions(Backend):
         else:
             src = a
         graph = self._graph_cast(a.dtype, a.dtype)
-        _, index = self.map_reduce(graph, [src], [], kind, axes, a.dtype, _identity("maximum", a.dtype), src.shape)
+        _, index = self.map_reduce(graph, [src], [], kind, axes, a.dtype, _table.reduction_identity("maximum", a.dtype),
+                                   src.shape)
         if whole:
             index = self.reshape(index, ())
             if keepdims:
@@ -437,14 +434,7 @@ class Reductions(Backend):
         initial: Any = None,
         where: Any = True,
     ) -> Any:
-        kind = {
-            "add": "sum",
-            "multiply": "prod",
-            "maximum": "max",
-            "minimum": "min",
-            "logical_and": "all",
-            "logical_or": "any",
-        }[ufunc.__name__]
+        kind = _ops.UFUNC_REDUCTIONS[ufunc].__name__  # (add -> sum, logical_or -> any, ...)
         if isinstance(out, tuple):
             out = out[0]
         if where is not True and initial is None and ufunc.identity is None:
