@@ -8,7 +8,7 @@ import numpy
 
 def _backend():
     try:
-        from npgpu.backends.opencl_backend import OpenCLBackend
+        from npgpu.backends.opencl import OpenCLBackend
     except ImportError as exc:
         raise NotImplementedError(f"pyopencl missing: {exc}") from None
     if OpenCLBackend.unavailable_reason():

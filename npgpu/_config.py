@@ -133,13 +133,40 @@ def disable() -> _StateChange:
     return _StateChange(replace(current(), backend=None))
 
 
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
+                  "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
+
+
+def parse_bytes(text: str, name: str = "NPGPU_THRESHOLD") -> int:
+    """A byte count as written in an environment variable: ``0``, ``1048576``, ``16MiB``, ``4M``, ``1GB``."""
+    value = text.strip().lower().replace(" ", "").replace("_", "")
+    digits = value.rstrip("kmgib")
+    suffix = value[len(digits):]
+    try:
+        number = float(digits)
+    except ValueError:
+        number = -1.0
+    if suffix not in _SIZE_SUFFIXES or number < 0 or number != number:
+        raise ValueError(f"{name} must be a byte count such as 0, 1048576, 16MiB or 1GB, not {text!r}")
+    return int(number * _SIZE_SUFFIXES[suffix])
+
+
 def enable_from_environment() -> None:
-    """Honour NPGPU_BACKEND (and NPGPU_ON_FALLBACK) at import: they set the process default."""
+    """Honour the environment at import: NPGPU_BACKEND enables a backend as the process default
+    (what a Dask worker or a script started by a tool needs), with NPGPU_ON_FALLBACK,
+    NPGPU_THRESHOLD (the placement threshold in bytes, as ``enable(threshold=)``) and
+    NPGPU_FUSION (0 turns fusion off)."""
     global _default
     name = os.environ.get("NPGPU_BACKEND", "").strip()
     on_fallback = os.environ.get("NPGPU_ON_FALLBACK", "").strip() or "ignore"
-    _validated(on_fallback, None)
+    threshold_text = os.environ.get("NPGPU_THRESHOLD", "").strip()
+    threshold = parse_bytes(threshold_text) if threshold_text else None
+    fusion_text = os.environ.get("NPGPU_FUSION", "").strip().lower()
+    if fusion_text not in ("", "0", "1", "true", "false", "on", "off", "yes", "no"):
+        raise ValueError(f"NPGPU_FUSION must be 0 or 1, not {fusion_text!r}")
+    fusion = fusion_text not in ("0", "false", "off", "no")
+    _validated(on_fallback, threshold)
     backend = None
     if name and name != "off":
         backend = get_backend(resolve_auto() if name == "auto" else name)
-    _default = State(backend=backend, on_fallback=on_fallback)
+    _default = State(backend=backend, on_fallback=on_fallback, fusion=fusion, threshold=threshold)

@@ -56,6 +56,10 @@ REDUCTIONS: dict[Callable[..., Any], Reduction] = {
     numpy.all: Reduction(numpy.logical_and, small_dtype=bool),
     numpy.mean: Reduction(numpy.add, small_call=False, divides=True),
 }
+#: ufunc -> the NumPy function that is its reduction (add -> sum, maximum -> max): how a backend runs
+#: ``ufunc.reduce``; read off REDUCTIONS (the first function of each ufunc that does not divide).
+UFUNC_REDUCTIONS: dict[numpy.ufunc, Callable[..., Any]] = {
+    r.ufunc: f for f, r in reversed(REDUCTIONS.items()) if not r.divides}
 
 # -- creation from nothing ----------------------------------------------------------------------
 

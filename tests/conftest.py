@@ -68,7 +68,7 @@ def subprocess_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def cl() -> Any:
     """An OpenCL backend instance for backend-level tests; skipped where OpenCL can't run."""
-    from npgpu.backends.opencl_backend import OpenCLBackend
+    from npgpu.backends.opencl import OpenCLBackend
 
     reason = OpenCLBackend.unavailable_reason()
     if reason:

@@ -29,7 +29,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("npgpu._native", "npgpu._fperr", "npgpu._report"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends", "npgpu.backends.numpy_backend",
-     "npgpu.backends.cupy_backend", "npgpu.backends.opencl_backend"),
+     "npgpu.backends.emulated", "npgpu.backends.cupy",
+     *(f"npgpu.backends.cupy.{m}" for m in ("array_module", "staging", "kernels", "backend")),
+     "npgpu.backends.opencl",
+     *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
+                                              "creation", "reductions", "movement", "indexing", "linalg", "backend"))),
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),
@@ -46,9 +50,6 @@ LAYER = {module: rank for rank, group in enumerate(LAYERS) for module in group}
 #: Third-party packages a backend imports inside a function, so that ``import npgpu`` never
 #: imports them (tests/test_namespace.py checks that in a subprocess).
 LAZY_THIRD_PARTY = ("cupy", "pyopencl", "matplotlib")
-#: Function-level imports of npgpu's own modules not moved yet: the two backend files wait for
-#: their split into backends/cupy/ and backends/opencl/ (issue #13).
-NOT_YET = {"npgpu.backends.cupy_backend", "npgpu.backends.opencl_backend"}
 
 
 def _name(path: pathlib.Path) -> str:
@@ -129,7 +130,7 @@ def test_the_import_graph_has_no_circle():
 
 def test_no_function_imports_npgpu_modules():
     """Late imports hid the old circles; a module's dependencies are at its top."""
-    late = [f"{m}:{line} imports {t}" for m in PYTHON if m not in NOT_YET for t, inner, line in _imports(m) if inner]
+    late = [f"{m}:{line} imports {t}" for m in PYTHON for t, inner, line in _imports(m) if inner]
     assert late == []
 
 
@@ -146,7 +147,7 @@ def test_only_optional_third_party_packages_are_imported_late():
                     continue
                 for name in names:
                     top = name.split(".")[0]
-                    if top not in LAZY_THIRD_PARTY and top != "npgpu" and module not in NOT_YET:
+                    if top not in LAZY_THIRD_PARTY and top != "npgpu":
                         late.append(f"{module}:{node.lineno} imports {name} inside {function.name}")
     assert late == []
 

@@ -23,7 +23,7 @@ def _cmul(x, y):
 
 
 def _numpy_integer_power(z, n):
-    """The multiplications the CuPy kernel makes (npgpu/backends/cupy_backend.py), in NumPy."""
+    """The multiplications the CuPy kernel makes (npgpu/backends/cupy/kernels.py), in NumPy."""
     if n == 0:
         return numpy.ones_like(z)
     m = abs(n)

@@ -20,7 +20,7 @@ from conftest import subprocess_env
 import npgpu
 from npgpu import _errors
 from npgpu.backends import get_backend
-from npgpu.backends.cupy_backend import _StagingWorkers
+from npgpu.backends.cupy.staging import _StagingWorkers
 from npgpu.kernels import codegen
 
 SMALL_DEVICE = 1 << 20  # bytes one array may take on the "small device" of these tests
@@ -386,7 +386,7 @@ def test_cupy_memory_and_device_errors_become_npgpu_errors():
 @pytest.mark.gpu
 def test_a_cupy_kernel_that_fails_to_build_is_a_counted_fallback(monkeypatch):
     pytest.importorskip("cupy")
-    from npgpu.backends.cupy_backend import CupyBackend
+    from npgpu.backends.cupy.backend import CupyBackend
 
     real = CupyBackend._fused_function
 

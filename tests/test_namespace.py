@@ -146,6 +146,28 @@ def test_environment_backend_governs_functions_too():
     assert _fresh_python(code) == "0"
 
 
+def test_environment_sets_the_threshold_and_fusion_of_the_process_default():
+    # what a Dask worker started with LocalCluster(env=...) has to go on
+    code = ("import numpy, npgpu; from npgpu import _config; s = _config.current(); "
+            "a = npgpu.asarray(numpy.ones(1000)); print(s.host_limit, s.create_limit, s.fusion, type(a).__name__)")
+    assert _fresh_python(code, NPGPU_BACKEND="emulated", NPGPU_THRESHOLD="0") == "0 0 True DeviceArray"
+    assert _fresh_python(code, NPGPU_BACKEND="emulated", NPGPU_THRESHOLD="16MiB", NPGPU_FUSION="0") == \
+        f"{16 << 20} {16 << 20} False ndarray"
+    with pytest.raises(subprocess.CalledProcessError) as info:
+        _fresh_python("import npgpu", NPGPU_BACKEND="emulated", NPGPU_THRESHOLD="lots")
+    assert "NPGPU_THRESHOLD must be a byte count" in info.value.stderr
+
+
+def test_byte_counts_read_as_people_write_them():
+    from npgpu._config import parse_bytes
+
+    assert [parse_bytes(t) for t in ("0", "1048576", "16MiB", "4M", "1GB", "2 kib", "1.5G")] == [
+        0, 1 << 20, 16 << 20, 4 << 20, 10**9, 2048, 3 << 29]
+    for bad in ("", "-1", "12 parsecs", "nan", "MiB"):
+        with pytest.raises(ValueError, match="byte count"):
+            parse_bytes(bad)
+
+
 def test_unknown_backend_in_environment_is_a_clear_error():
     with pytest.raises(subprocess.CalledProcessError) as info:
         _fresh_python("import npgpu", NPGPU_BACKEND="nosuch")

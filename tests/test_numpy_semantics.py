@@ -257,4 +257,14 @@ def test_clip_propagates_nan_bounds_and_einsum_takes_out_and_sublists(xp):
     out = xp.asarray(numpy.zeros(10))
     xp.einsum("i,i->i", a, a, out=out)
     return (xp.clip(a, numpy.nan, 0.5), xp.clip(a, lo, 0.5), xp.clip(a, -0.5, 0.5), out,
-            xp.einsum(a, [0], a, [0], []), xp.einsum("i,i", a, a, optimize=["einsum_path", (0, 1)]))
+            xp.einsum(a, [0], a, [0], [0]), xp.einsum("i,i->i", a, a, optimize=["einsum_path", (0, 1)]))
+
+
+@differential()
+def test_a_float_index_is_an_index_error_before_a_float_slice_is_a_type_error(xp):
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    with pytest.raises(IndexError):
+        a[0.0:, 0.0]
+    with pytest.raises(IndexError):
+        a[1.0]
+    return a[1]

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
-from npgpu.backends.opencl_backend import CLArray, OpenCLBackend  # noqa: E402
+from npgpu.backends.opencl import CLArray, OpenCLBackend  # noqa: E402
 from npgpu.kernels import codegen, ir  # noqa: E402
 from npgpu.kernels import ufuncs as table  # noqa: E402
 
@@ -233,7 +233,7 @@ def test_generated_source_and_cuda_dialect():
 
 
 def test_kernel_cache_is_bounded(cl, monkeypatch):
-    import npgpu.backends.opencl_backend as mod
+    import npgpu.backends.opencl.launch as mod
 
     monkeypatch.setattr(mod, "KERNEL_CACHE_SIZE", 2)
     a = sample("float32")

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
-from npgpu.backends.opencl_backend import CLArray, OpenCLBackend  # noqa: E402
+from npgpu.backends.opencl import CLArray, OpenCLBackend  # noqa: E402
 
 pytestmark = pytest.mark.opencl
 

@@ -7,7 +7,8 @@ from numpy.testing.overrides import get_overridable_numpy_array_functions
 
 import npgpu
 from npgpu._ops import CREATIONS as CREATION_SIZE
-from npgpu.backends.cupy_backend import ROUTED_FUNCTIONS, ROUTED_METHODS, EmulatedBackend
+from npgpu.backends.cupy.array_module import ROUTED_FUNCTIONS, ROUTED_METHODS
+from npgpu.backends.emulated import EmulatedBackend
 
 
 def test_every_routed_function_is_overridable_or_a_creation_function():

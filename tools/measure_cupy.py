@@ -66,7 +66,7 @@ def transfers() -> None:
 
 def transfer_grid() -> None:
     """Host-to-device staging: chunk size x worker threads, against pinning the source in place."""
-    from npgpu.backends.cupy_backend import _PinnedStager
+    from npgpu.backends.cupy.staging import _PinnedStager
 
     backend = get_backend("cupy")
     saved = backend._stager

@@ -17,11 +17,11 @@ from .base import Backend
 #: name -> "module:Class"; the module is imported only when the backend is used.
 _REGISTRY: dict[str, str] = {
     "numpy": "npgpu.backends.numpy_backend:NumpyBackend",
-    "cupy": "npgpu.backends.cupy_backend:CupyBackend",
-    "opencl": "npgpu.backends.opencl_backend:OpenCLBackend",
+    "cupy": "npgpu.backends.cupy.backend:CupyBackend",
+    "opencl": "npgpu.backends.opencl:OpenCLBackend",
     # Runs the device code path (device arrays, transfers, the CuPy routing table) on the
     # host with NumPy standing in for CuPy: how the core is tested without a GPU.
-    "emulated": "npgpu.backends.cupy_backend:EmulatedBackend",
+    "emulated": "npgpu.backends.emulated:EmulatedBackend",
 }
 #: The backends a user picks from; "emulated" is for tests.
 BACKEND_NAMES: tuple[str, ...] = ("numpy", "cupy", "opencl")

@@ -5,6 +5,8 @@ One eager ufunc call is a graph of one node; fusion records longer graphs into t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,10 +273,16 @@ def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
     return b.build([b.input(src)], [dst])
 
 
-def evaluate(graph: Graph, inputs: list[Any], scalars: list[Any]) -> list[Any]:
+def evaluate(graph: Graph, inputs: list[Any], scalars: list[Any],
+             watch: Callable[[int, int], AbstractContextManager[Any]] | None = None) -> list[Any]:
     """Values of ``graph``'s outputs computed with NumPy, node by node, on the exact loops (the
-    emulated backend's kernels, and the host's answer where a device can't run a graph)."""
+    emulated backend's kernels, and the host's answer where a device can't run a graph).
+
+    ``watch(slot, check)``: a context within which the error node of that slot (its index in
+    ``graph.error_nodes``) is computed, for the error categories ``check`` it reports; the
+    emulated backend records NumPy's floating-point flags there as a kernel sets its flags."""
     values: dict[Any, Any] = {}
+    slots = {node: k for k, node in enumerate(graph.error_nodes)} if watch is not None else None
     with numpy.errstate(all="ignore"):  # a device kernel raises no floating-point warnings either
         for node in walk(graph.outputs):
             if isinstance(node, Input):
@@ -282,9 +290,20 @@ def evaluate(graph: Graph, inputs: list[Any], scalars: list[Any]) -> list[Any]:
             elif isinstance(node, Scalar):
                 values[node] = scalars[node.index]
             elif isinstance(node, Cast):
-                values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
+                k = slots.get(node) if slots else None
+                if k is None:
+                    values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
+                else:
+                    with watch(k, node.check):  # type: ignore[misc]
+                        values[node] = numpy.asarray(values[node.operand]).astype(node.dtype)
             elif isinstance(node, Apply):
-                result = node.ufunc(*(values[o] for o in node.operands), signature=node.loop)
+                k = slots.get(node) if slots else None
+                operands = [values[o] for o in node.operands]
+                if k is None:
+                    result = node.ufunc(*operands, signature=node.loop)
+                else:
+                    with watch(k, node.check):  # type: ignore[misc]
+                        result = node.ufunc(*operands, signature=node.loop)
                 values[node] = result[node.out_index] if node.ufunc.nout > 1 else result
             elif isinstance(node, Select):
                 values[node] = numpy.where(values[node.cond], values[node.a], values[node.b])

@@ -1,0 +1,449 @@
+"""Backends whose native arrays come from an array module with NumPy's API: CuPy, and NumPy
+standing in for it (npgpu/backends/emulated.py). The routing table: NumPy function -> the module's.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from ... import _fperr, _ops
+from ...kernels import ir
+from ...kernels import ufuncs as _table
+from ..base import Backend, dtype_argument, native_numeric
+
+# NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
+# Checked against numpy.testing.overrides in tests/test_registry.py; a name missing from the
+# installed CuPy is simply not routed (it falls back, counted).
+ROUTED_FUNCTIONS: tuple[str, ...] = tuple(
+    """
+    sum prod mean std var min max amin amax argmin argmax ptp
+    nansum nanprod nanmean nanstd nanvar nanmin nanmax nanargmin nanargmax
+    cumsum cumprod nancumsum nancumprod any all count_nonzero median nanmedian
+    percentile quantile average diff cross dot vdot inner outer tensordot einsum kron trace
+    clip round around where nonzero flatnonzero argwhere sort argsort lexsort partition argpartition
+    searchsorted unique bincount histogram digitize convolve correlate interp real imag angle
+    isclose allclose array_equal nan_to_num isreal iscomplex
+    reshape ravel transpose swapaxes moveaxis rollaxis squeeze expand_dims atleast_1d atleast_2d atleast_3d
+    broadcast_to broadcast_arrays concatenate stack vstack hstack dstack column_stack split array_split
+    hsplit vsplit dsplit tile repeat flip fliplr flipud roll rot90 pad take take_along_axis put copyto
+    tril triu diag diagonal diagflat fill_diagonal meshgrid append
+    zeros_like ones_like empty_like full_like copy asarray ascontiguousarray asanyarray array
+    zeros ones empty full arange linspace logspace eye identity tri
+    linalg.norm linalg.det linalg.inv linalg.solve linalg.eigh linalg.eigvalsh linalg.svd linalg.qr
+    linalg.cholesky linalg.pinv linalg.lstsq linalg.matrix_power linalg.slogdet linalg.matrix_rank
+    fft.fft fft.ifft fft.fft2 fft.ifft2 fft.fftn fft.ifftn fft.rfft fft.irfft fft.rfft2 fft.irfft2
+    fft.rfftn fft.irfftn fft.hfft fft.ihfft fft.fftshift fft.ifftshift
+    """.split()
+)
+
+# Functions NumPy answers with a Python bool (``array_equal(a, b) is True``); CuPy with a 0-d array.
+_PYTHON_BOOL_RESULTS = frozenset({"array_equal", "array_equiv", "allclose"})
+
+
+def _as_python_bool(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def answered(*args: Any, **kwargs: Any) -> bool:
+        return bool(func(*args, **kwargs))
+
+    return answered
+
+
+# ndarray methods with no NumPy function of their own, keyed by the ndarray method object.
+ROUTED_METHODS: tuple[str, ...] = ("astype", "fill", "view", "__getitem__", "__setitem__", "sort")
+
+# Functions that make arrays from nothing but a shape (placement decides by output size).
+CREATION_FUNCTIONS: tuple[str, ...] = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
+                                       "identity", "tri")
+
+# Keyword arguments CuPy's functions don't take; a call passing one (not as its default) falls back.
+_UNSUPPORTED_KWARGS = frozenset({"where", "initial", "like", "subok", "equal_nan_policy"})
+# ufunc methods routed per ufunc: reduce/accumulate go through CuPy's reduction functions (reduce:
+# the function of _ops.UFUNC_REDUCTIONS, add -> sum; accumulate: these).
+_UFUNC_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+_UFUNC_CALL_KWARGS = frozenset({"out", "dtype", "casting"})
+_REDUCE_KWARGS = frozenset({"axis", "dtype", "out", "keepdims"})
+
+
+def _resolve(module: Any, dotted: str) -> Any:
+    obj = module
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords ``func`` accepts, or None when its signature can't be read (Cython builtins)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+class ArrayModuleBackend(Backend):
+    """A backend whose native arrays come from an array module with NumPy's API (CuPy)."""
+
+    xp: Any = None
+
+    def __init__(self) -> None:
+        xp = self.xp
+        functions: dict[Callable[..., Any], Callable[..., Any]] = {}
+        keywords: dict[Callable[..., Any], frozenset[str] | None] = {}
+        for dotted in ROUTED_FUNCTIONS:
+            np_func, xp_func = _resolve(numpy, dotted), _resolve(xp, dotted)
+            if np_func is not None and xp_func is not None:
+                keywords[np_func] = _keyword_names(xp_func)
+                if dotted in _PYTHON_BOOL_RESULTS:
+                    xp_func = _as_python_bool(xp_func)
+                functions[np_func] = xp_func
+        for name in ROUTED_METHODS:
+            np_method = getattr(numpy.ndarray, name)
+            functions[np_method] = getattr(self, "_method_" + name.strip("_"))
+            keywords[np_method] = None
+        self.functions = functions
+        self._keywords = keywords
+        self.creation = frozenset(getattr(numpy, n) for n in CREATION_FUNCTIONS if getattr(numpy, n) in functions)
+        self._eager_graphs: dict[Any, Any] = {}  # (_own_ufunc's one-node graphs)
+
+    # -- memory -------------------------------------------------------------
+    def is_native(self, obj: Any) -> bool:
+        return issubclass(type(obj), self.xp.ndarray)  # (by type: a device array's __class__ says ndarray)
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        # Bounds overlap: exact for the views legacy code makes, never a false "no".
+        return bool(self.xp.may_share_memory(a, b))
+
+    def same_view(self, a: Any, b: Any) -> bool:
+        return (self._pointer(a) == self._pointer(b) and a.shape == b.shape and a.strides == b.strides
+                and a.dtype == b.dtype)
+
+    @staticmethod
+    def _pointer(a: Any) -> int:
+        return a.data.ptr
+
+    def address(self, native: Any) -> int:
+        return self._pointer(native)
+
+    # -- fusion ---------------------------------------------------------------
+    supports_fusion = True  # type: ignore[assignment]
+
+    # -- compute ------------------------------------------------------------
+    def supports_dtypes(self, dtypes: tuple[numpy.dtype, ...]) -> bool:
+        # (CuPy has no long double: longdouble and clongdouble arrays stay NumPy's)
+        return all(native_numeric(dt) and (isinstance(dt, type) or dt.char not in "gG") for dt in dtypes)
+
+    def supports_ufunc(
+        self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        if not self.supports_dtypes(dtypes):
+            return False
+        name = ufunc.__name__
+        xp_ufunc = getattr(self.xp, name, None)
+        if xp_ufunc is None:
+            return False
+        if method == "__call__":
+            if not _UFUNC_CALL_KWARGS.issuperset(kwargs):
+                return False
+            return self._has_loop(xp_ufunc, ufunc, dtypes)
+        if method == "reduce":
+            return ufunc in _ops.UFUNC_REDUCTIONS and _REDUCE_KWARGS.issuperset(kwargs)
+        if method == "accumulate":
+            return name in _UFUNC_ACCUMULATE and frozenset({"axis", "dtype", "out"}).issuperset(kwargs)
+        if method == "outer":
+            return ufunc.nin == 2 and not kwargs and self._has_loop(xp_ufunc, ufunc, dtypes)
+        return False
+
+    def _check_int_power(self, base: Any, exponent: Any) -> None:
+        """NumPy's ValueError for integers to negative integer powers (CuPy computes them)."""
+
+        def kind(x: Any) -> str:
+            return x.dtype.kind if hasattr(x, "dtype") else "b" if type(x) is bool else numpy.dtype(type(x)).kind
+
+        if kind(base) not in "iu" or kind(exponent) != "i":
+            return
+        if not math.prod(numpy.broadcast_shapes(numpy.shape(base), numpy.shape(exponent))):
+            return  # (NumPy raises only where it computes an element)
+        negative = bool((exponent < 0).any()) if isinstance(exponent, self.xp.ndarray) else exponent < 0
+        if negative:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
+    def _has_loop(self, xp_ufunc: Any, ufunc: numpy.ufunc, dtypes: tuple[numpy.dtype, ...]) -> bool:
+        types = getattr(xp_ufunc, "types", None)
+        if types is None:
+            return True
+        signature = "".join(dt.char for dt in dtypes[: ufunc.nin]) + "->" + "".join(
+            dt.char for dt in dtypes[ufunc.nin:]
+        )
+        return signature in types
+
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        xp = self.xp
+        name = ufunc.__name__
+        if method == "__call__":
+            if ufunc is numpy.power and len(inputs) == 2:
+                self._check_int_power(*inputs)
+            return getattr(xp, name)(*inputs, **kwargs)
+        if method in ("reduce", "accumulate"):
+            kwargs = dict(kwargs)
+            kwargs.setdefault("axis", 0)
+            out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
+            target = out[0] if isinstance(out, tuple) else out
+            function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
+            result = getattr(xp, function)(inputs[0], **kwargs)
+            if target is None:
+                return result
+            if target.shape != result.shape:  # NumPy never broadcasts a reduction's result into out=
+                raise ValueError(f"output parameter for reduction operation {name} has the wrong number of "
+                                 f"dimensions: shape {target.shape}, result shape {result.shape}")
+            target[...] = result  # (through a temporary: out= may be the input, as in accumulate(a, out=a))
+            return target
+        if method == "outer":
+            a, b = inputs
+            return getattr(xp, name)(a.reshape(a.shape + (1,) * b.ndim), b)
+        raise AssertionError(f"unrouted ufunc method {method}")  # supports_ufunc said no
+
+    def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   report: bool = True) -> Any:
+        """An eager call of a real-valued ufunc run by npgpu's own one-node kernel (the fused
+        kernels' code: NumPy's formulas for special values, its error conditions checked inline,
+        float32 subnormals kept), or None where CuPy's ufunc runs it. ``report=False``: its
+        floating-point errors are not checked (the caller checks them).
+
+        CuPy's own ufuncs differ from NumPy's at special values (floor_divide(inf, 1.0) is inf
+        there, NumPy's nan; remainder(0.0, inf) nan, NumPy's 0.0) and flush float32 subnormals."""
+        if ufunc.nout != 1 or not set(kwargs) <= {"out"}:
+            return None
+        kinds: list[str] = []
+        types: list[Any] = []
+        for x in inputs:
+            if self.is_native(x):
+                kinds.append("array")
+                types.append(x.dtype)
+            elif type(x) in (int, float, bool) or isinstance(x, numpy.generic):
+                kinds.append("scalar")
+                types.append(_weak(x))
+            else:
+                return None
+        try:
+            loop = tuple(ufunc.resolve_dtypes((*types, None)))
+        except (TypeError, ValueError):
+            return None
+        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in loop) or \
+                not _table.supports_loop(ufunc, loop):
+            return None
+        shape = numpy.broadcast_shapes(*(x.shape for x, k in zip(inputs, kinds) if k == "array"))
+        out = kwargs.get("out")
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if target is not None and not (self.is_native(target) and target.dtype == loop[-1] and target.shape == shape):
+            return None
+        scalars = []
+        for x, kind, dt in zip(inputs, kinds, loop):
+            if kind == "scalar":
+                if type(x) is int and not numpy.can_cast(numpy.min_scalar_type(x), dt) and dt.kind in "iu":
+                    return None  # (an out-of-range Python int: NumPy's OverflowError or widened comparison)
+                scalars.append(dt.type(x))
+        if ufunc is numpy.power and loop[0].kind in "iu":
+            self._check_int_power(*inputs)
+        state = _fperr.current()
+        check = state.check & _table.error_categories(ufunc, loop) if report else 0
+        # (an array operand enters as its own dtype and is cast in the kernel, as NumPy's loop casts it)
+        operand_dtypes = tuple(x.dtype if kind == "array" else dt for x, kind, dt in zip(inputs, kinds, loop))
+        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
+            return None
+        key = (ufunc, loop, tuple(kinds), operand_dtypes, check)
+        graph = self._eager_graphs.get(key)
+        if graph is None:  # (a few hundred at most: ufuncs x loops x operand kinds x checks)
+            graph = self._eager_graphs.setdefault(key, ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes,
+                                                                     (loop[-1],), check))
+        arrays = [x for x, kind in zip(inputs, kinds) if kind == "array"]
+        launch = _fperr.call_launch(graph, state) if graph.error_nodes else None
+        result = self.run_fused(graph, arrays, scalars, shape, out=target, errors=launch)
+        if launch is not None:
+            _fperr.launched(self, launch)
+        return result
+
+    def supports_function(
+        self, func: Callable[..., Any], dtypes: tuple[numpy.dtype, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        if func not in self.functions or not self.supports_dtypes(dtypes):
+            return False
+        target = dtype_argument(func, args, kwargs)
+        if target is False or (target is not None and not self.supports_dtypes((target,))):
+            return False
+        if func is numpy.ndarray.view and _views_as_class(args, kwargs):
+            return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
+        accepted = self._keywords[func]
+        if accepted is not None:
+            return accepted.issuperset(kwargs)
+        return _UNSUPPORTED_KWARGS.isdisjoint(kwargs)
+
+    # -- random numbers (npgpu._random calls these for large draws) ---------------------------
+    _RANDOM_ALIASES = {"ranf": "random_sample", "sample": "random_sample"}
+
+    def _random_source(self) -> Any:
+        return self.xp.random
+
+    def supports_random(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        name = self._RANDOM_ALIASES.get(name, name)
+        dtype = kwargs.get("dtype")
+        if dtype is not None and numpy.dtype(dtype).kind not in "biuf":
+            return False
+        # Array-valued parameters (loc=[...], an ndarray of scales) stay with NumPy; a tuple is a size.
+        values = list(args) + [v for k, v in kwargs.items() if k != "size"]
+        return hasattr(self._random_source(), name) and not any(
+            isinstance(v, (numpy.ndarray, list)) or type(v).__name__ == "DeviceArray" for v in values
+        )
+
+    def random_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return getattr(self._random_source(), self._RANDOM_ALIASES.get(name, name))(*args, **kwargs)
+
+    def random_seed(self, seed: Any) -> None:
+        self._random_source().seed(seed)
+
+    def random_generator(self, seed: Any) -> Any:
+        return self.xp.random.default_rng(seed)
+
+    def supports_generator(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return hasattr(self.xp.random.Generator, name) and not kwargs.get("out")
+
+    # -- ndarray methods (the dispatcher passes the native array first) -------------------
+    def _method_astype(self, a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+                       copy: bool = True) -> Any:
+        if casting != "unsafe" and not numpy.can_cast(a.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
+                            f"according to the rule {casting!r}")
+        target = numpy.dtype(dtype)
+        if (a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype)
+                and _table.is_supported_dtype(target) and (order in "CA" and order != "A" or a.flags.c_contiguous)):
+            # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
+            # C conversion does: the cast kernel of npgpu's code generator follows NumPy's
+            key = ("astype", a.dtype, target)
+            graph = self._eager_graphs.get(key)
+            if graph is None:
+                graph = self._eager_graphs.setdefault(key, ir.cast_graph(a.dtype, target))
+            return self.run_fused(graph, [a], [], a.shape)
+        return a.astype(dtype, order=order, copy=copy)
+
+    @staticmethod
+    def _method_fill(a: Any, value: Any) -> None:
+        a.fill(value)
+
+    @staticmethod
+    def _method_view(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return a.view(*args, **kwargs)
+
+    def _method_getitem(self, a: Any, key: Any) -> Any:
+        self._check_index_bounds(a, key)
+        return a[key]
+
+    def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
+        if type(value) in (int, float, complex, bool):
+            try:  # NumPy's conversion and its errors (OverflowError for 300 into uint8, which CuPy wraps)
+                numpy.empty((), a.dtype)[()] = value
+            except (OverflowError, ValueError, TypeError):
+                # NumPy reports a bad basic index or mask before a bad value, the bounds of index arrays after
+                items = key if isinstance(key, tuple) else (key,)
+                arrays = any(isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu")
+                             for k in items)
+                if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
+                    a[key]  # noqa: B018  (for its IndexError only)
+                raise
+        self._check_index_bounds(a, key)
+        a[key] = value
+
+    def _check_index_bounds(self, a: Any, key: Any) -> None:
+        """NumPy's errors where CuPy's indexing differs: IndexError for out-of-range integer-array
+        indices (CuPy wraps them around) and for index arrays that don't broadcast together (CuPy:
+        ValueError); TypeError for slices with float bounds (CuPy takes them)."""
+        items = key if isinstance(key, tuple) else (key,)
+        for k in items:  # (NumPy reports a bad scalar index before a bad slice: a[0.0:, 0.0] is IndexError)
+            if isinstance(k, (float, complex, numpy.inexact)):
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                                 "integer or boolean arrays are valid indices")
+        shapes = []
+        for k in items:
+            if isinstance(k, slice):
+                for bound in (k.start, k.stop, k.step):
+                    if bound is not None and not hasattr(type(bound), "__index__") and not self.is_native(bound):
+                        raise TypeError("slice indices must be integers or None or have an __index__ method")
+            elif isinstance(k, list) or (self.is_native(k) and k.dtype.kind in "iu"):
+                shapes.append(numpy.shape(k) if isinstance(k, list) else k.shape)
+        if len(shapes) > 1:
+            try:
+                numpy.broadcast_shapes(*shapes)
+            except ValueError:
+                listed = " ".join(str(shape).replace(" ", "") for shape in shapes)
+                raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                                 f"{listed} ") from None
+        consuming = [k for k in items if k is not None and k is not Ellipsis]
+        axis = 0
+        for k in items:
+            if k is None:
+                continue
+            if k is Ellipsis:
+                axis = a.ndim - sum(getattr(c, "ndim", 1) if _is_bool_index(c) else 1 for c in consuming)
+                continue
+            if _is_bool_index(k):
+                axis += getattr(k, "ndim", 1)
+                continue
+            if isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu"):
+                index = numpy.asarray(k) if isinstance(k, list) else k
+                if index.size and axis < a.ndim and index.dtype.kind in "iu":
+                    size = a.shape[axis]
+                    low, high = int(index.min()), int(index.max())
+                    if low < -size or high >= size:
+                        bad = high if high >= size else low
+                        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+            axis += 1
+
+    @staticmethod
+    def _method_sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        a.sort(axis=axis)
+
+
+
+def _clip_bounds_without_nan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether clip's bounds are known not to be NaN: no float bound, or float scalars that aren't."""
+    bounds = [*args[1:3], *(kwargs.get(k) for k in ("a_min", "a_max", "min", "max"))]
+    for bound in bounds:
+        if bound is None or type(bound) in (int, bool):
+            continue
+        if type(bound) is float or isinstance(bound, numpy.floating):
+            if math.isnan(bound):
+                return False
+            continue
+        if getattr(bound, "dtype", numpy.dtype(object)).kind in "biu":
+            continue
+        return False  # an array of floats (may hold NaN) or anything else: NumPy's
+    return True
+
+
+def _views_as_class(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``ndarray.view(...)`` arguments ask for an array type (``a.view(MyArray)``)."""
+    candidates = [*args[1:], kwargs.get("type"), kwargs.get("dtype")]
+    return any(isinstance(c, type) and issubclass(c, numpy.ndarray) for c in candidates)
+
+
+
+def _weak(x: Any) -> Any:
+    """A scalar operand as NumPy's dtype resolution takes it (Python scalars are weak: NEP 50)."""
+    if isinstance(x, numpy.generic):
+        return x.dtype
+    if type(x) is bool:
+        return numpy.dtype(bool)
+    return type(x) if type(x) in (int, float, complex) else numpy.asarray(x).dtype
+
+
+def _is_bool_index(k: Any) -> bool:
+    dtype = getattr(k, "dtype", None)
+    return dtype is not None and dtype.kind == "b"

@@ -1,0 +1,466 @@
+"""NVIDIA GPUs through CuPy: CupyBackend (transfers, NumPy's errors and rounding where CuPy's differ).
+
+The only module that imports cupy (when a CupyBackend is made).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import numpy
+
+from ... import _errors, _fperr
+from ...kernels import codegen, ir, ufuncs
+from ...kernels import ufuncs as _table
+from .. import random_kernels
+from .array_module import ArrayModuleBackend, _clip_bounds_without_nan, _weak
+from .kernels import _COMPLEX_PRODUCTS, _CONSTANT_POWER, Kernels, _numpy_complex_product_fuses, _small_integer_exponent
+from .staging import _PinnedStager
+
+
+class CupyBackend(Kernels, ArrayModuleBackend):
+    """NVIDIA GPUs through CuPy."""
+
+    name = "cupy"
+    # Measured on an H200 machine (tools/measure_cupy.py, 2026-11-30): one elementwise op on
+    # arrays already on the device costs ~45 us there against NumPy's ~120 us at 1e5 float64
+    # elements, so arrays from 1 MiB are made on the device; an op on host inputs only beat
+    # NumPy once the upload was amortized, between 1e6 and 1e7 elements (24-240 MB moved).
+    default_threshold_bytes = 1 << 20
+    upload_threshold_bytes = 32 << 20
+    #: Arrays smaller than this move with one plain copy; the pinned pipeline pays above it.
+    pinned_min_bytes = 4 << 20
+
+    def __init__(self, device: int | None = None) -> None:
+        import cupy
+
+        self.xp = cupy
+        if device is not None:
+            cupy.cuda.Device(int(device)).use()
+        super().__init__()
+        self._stager: _PinnedStager | None = None
+        self._kernels: dict[Any, Any] = {}
+        #: Guards the kernel cache and the stager's creation (CuPy's own launches, memory pool and
+        #: streams are thread-safe; every thread uses CuPy's default stream, so work of all threads
+        #: on this device runs in the order it was queued).
+        self._lock = threading.Lock()
+        compile_errors = tuple(c for c in (getattr(cupy.cuda.compiler, "CompileException", None),
+                                           getattr(getattr(cupy.cuda, "nvrtc", None), "NVRTCError", None)) if c)
+        #: CuPy's errors that _raise_fault translates at this backend's boundary
+        self._faults = (cupy.cuda.memory.OutOfMemoryError, cupy.cuda.runtime.CUDARuntimeError,
+                        cupy.cuda.driver.CUDADriverError, *compile_errors)
+        self._compile_errors = compile_errors
+        if not _LIVE_CUPY:  # (registered after CuPy's own exit handlers, so it runs before them)
+            atexit.register(_finish_devices)
+        _LIVE_CUPY.add(self)
+        self._error_hosts: dict[int, Any] = {}  # flag buffer -> (pinned memory, its host array)
+
+    #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
+    kernel_cache_size = 256
+
+    @classmethod
+    def unavailable_reason(cls, device: int | None = None) -> str | None:
+        import cupy
+
+        if not cupy.cuda.is_available():
+            return "CuPy is installed but finds no usable CUDA GPU (cupy.cuda.is_available() is False)"
+        if device is not None and not 0 <= int(device) < cupy.cuda.runtime.getDeviceCount():
+            return f"there is no CUDA device {device}"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        cp = self.xp
+        dev = cp.cuda.Device()
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+        free, total = dev.mem_info
+        return {
+            "backend": self.name,
+            "device": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+            "memory_bytes": total,
+            "fp64": True,
+            "cupy": cp.__version__,
+            "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+        }
+
+    def supports_function(
+        self, func: Callable[..., Any], dtypes: tuple[numpy.dtype, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        if func is numpy.einsum and (not args or not isinstance(args[0], str) or "out" in kwargs
+                                     or not isinstance(kwargs.get("optimize", False), (bool, str))):
+            return False  # CuPy's einsum takes no sublist subscripts, out= or explicit contraction path
+        if func is numpy.clip and not _clip_bounds_without_nan(args, kwargs):
+            return False  # CuPy's clip ignores NaN bounds, NumPy's propagates them
+        return super().supports_function(func, dtypes, args, kwargs)
+
+    def _stager_for_size(self, nbytes: int) -> _PinnedStager | None:
+        if nbytes < self.pinned_min_bytes:
+            return None
+        if self._stager is None:
+            with self._lock:  # (one stager: two would each start their threads)
+                if self._stager is None:
+                    self._stager = _PinnedStager(self.xp)
+        return self._stager
+
+    def from_host(self, array: numpy.ndarray) -> Any:
+        cp = self.xp
+        stager = self._stager_for_size(array.nbytes)
+        if stager is None:
+            return cp.asarray(array)
+        src = numpy.ascontiguousarray(array)
+        dst = cp.empty(src.shape, src.dtype)
+        cp.cuda.get_current_stream().synchronize()
+        stager.upload(src, dst)
+        return dst
+
+    #: Large downloads land in page-locked host memory from CuPy's pinned pool: one DMA at full
+    #: speed and no second copy; the pool takes the memory back when the array is freed.
+    pinned_destination = True
+    pinned_destination_max_bytes = 1 << 30
+
+    def to_host(self, native: Any) -> numpy.ndarray:
+        if native.dtype.char in _ALIASED_CHARS:  # (CuPy's bool sums are 'q', NumPy's 'l': numpy.longlong
+            native = native.view(numpy.dtype(native.dtype.str))  # is not numpy.int64 where both are 8 bytes)
+        stager = self._stager_for_size(native.nbytes)
+        if stager is None:
+            return native.get()
+        src = self.xp.ascontiguousarray(native)
+        if self.pinned_destination and src.nbytes <= self.pinned_destination_max_bytes:
+            memory = self.xp.cuda.alloc_pinned_memory(src.nbytes)
+            dst = numpy.frombuffer(memory, src.dtype, src.size).reshape(src.shape)
+            src.get(out=dst)
+            return dst
+        dst = numpy.empty(src.shape, src.dtype)
+        self.xp.cuda.get_current_stream().synchronize()
+        stager.download(src, dst)
+        return dst
+
+    def sync(self) -> None:
+        self.xp.cuda.get_current_stream().synchronize()
+
+    # -- complex products rounded as the host's NumPy rounds them -----------------------------
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "__call__" and ufunc in _COMPLEX_PRODUCTS and set(kwargs) <= {"out"}:
+            out = kwargs.get("out")
+            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+            if self.is_native(inputs[0]) and (target is None or (
+                    self.is_native(target) and target.dtype == inputs[0].dtype and target.shape == inputs[0].shape)):
+                exact = self._complex_product(ufunc, inputs)
+                if exact is not None:
+                    if target is None:
+                        return exact
+                    target[...] = exact  # (a ** n into a: the product is computed first, then stored)
+                    return target
+        if method == "__call__":
+            own = self._own_ufunc(ufunc, inputs, kwargs)
+            if own is not None:
+                return own
+            if ufunc is numpy.divmod and not kwargs:
+                # NumPy's divmod is its floor_divide and remainder (npy_divmod), whose own kernels give
+                # NumPy's values; divmod's error conditions are then checked on those
+                quotient = self._own_ufunc(numpy.floor_divide, inputs, {}, report=False)
+                remainder = None if quotient is None else self._own_ufunc(numpy.remainder, inputs, {}, report=False)
+                if remainder is not None:
+                    self._eager_errors(ufunc, inputs, (quotient, remainder))
+                    return quotient, remainder
+        result = super().call_ufunc(ufunc, method, inputs, kwargs)
+        if method == "__call__":
+            self._eager_errors(ufunc, inputs, result)
+        elif method == "reduce" and ufunc in (numpy.add, numpy.multiply) and self.is_native(inputs[0]):
+            self._reduction_errors(inputs[0], result)
+        return result
+
+    # -- NumPy's overflow and invalid reports of sums and products (CuPy's reductions make none) --
+    def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = super().call_function(func, args, kwargs)
+        if func in _CHECKED_REDUCTIONS and args and self.is_native(args[0]):
+            self._reduction_errors(args[0], result)
+        return result
+
+    def _reduction_errors(self, values: Any, result: Any) -> None:
+        """A sum, product or mean reports what NumPy's reduce reports ("overflow encountered in
+        reduce", "invalid value ..."): where a result is inf though no value was inf or NaN, and NaN
+        though no value was. Two small flag kernels (one pass over the values, one over the result),
+        their flags read at the next sync point as a fused launch's are (npgpu/_fperr.py)."""
+        if values.dtype.kind != "f" or not self.is_native(result) or result.dtype.kind != "f" or not values.size:
+            return
+        state = _fperr.current()
+        if not state.check & (_table.OVER | _table.INVALID):
+            return
+
+        def build() -> Any:
+            body = ("unsigned char* npg_err = (unsigned char*)npg_errp + npg_err_off;\n"
+                    "if (npg_first == 0 ? !isfinite(x) : isinf(x)) npg_err[npg_first] = 1;\n"
+                    "if (isnan(x)) npg_err[npg_first + 1] = 1;")
+            return self.xp.ElementwiseKernel("uint64 npg_errp, int64 npg_err_off, int64 npg_first", "T x", body,
+                                             "npg_reduction_errors", options=self.NVRTC_OPTIONS, no_return=True)
+
+        kernel = self._kernel(("reduction_errors",), build)
+        launch = _fperr.call_launch(None, state, ("reduce",), global_reduce=True)
+        buffer, base = _fperr.reserve(self, launch)
+        pointer = numpy.uint64(buffer.data.ptr)
+        kernel(pointer, numpy.int64(base), numpy.int64(0), values)  # (x is an "output" only read)
+        kernel(pointer, numpy.int64(base), numpy.int64(2), result)
+        _fperr.launched(self, launch)
+
+    def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
+        """multiply, square, reciprocal and power of complex arrays with NumPy's own formulas and
+        rounding (and float powers with a constant exponent NumPy's loop special-cases), or None.
+
+        CuPy's complex products round differently from NumPy's by an ulp here and there, which
+        iterations such as ``z = z**2 + c`` amplify (NPBench mandelbrot1 differed by 1.7e-2); its
+        power goes through exp(n log z), its reciprocal through a division (1/inf is nan there)."""
+        z = inputs[0]
+        if ufunc is numpy.power and self.is_native(z) and z.dtype.kind == "f":
+            # NumPy's loop special-cases a constant exponent (npgpu/kernels/ufuncs.py, CONSTANT_OPERAND)
+            special = _CONSTANT_POWER.get(inputs[1]) if isinstance(inputs[1], (int, float, numpy.floating)) else None
+            return None if special is None else self._own_ufunc(getattr(numpy, special), (z,), {})
+        if not (self.is_native(z) and z.dtype.kind == "c"):
+            return None
+        if ufunc is numpy.power:
+            n = _small_integer_exponent(inputs[1])
+            if n is None:
+                return None
+            result = self._complex_kernel("power", z, z, n)
+            if n < 0 and numpy.geterr()["invalid"] != "ignore" and bool((z == 0).any()):
+                # NumPy's loop raises invalid for a zero base: the same operation on the host raises it
+                # under the errstate in force (warn, raise, call or log)
+                numpy.power(numpy.complex128(0), -1)
+            return result
+        if ufunc is numpy.reciprocal:
+            return self._complex_kernel("reciprocal", z, z)
+        fused = _numpy_complex_product_fuses(z.dtype)
+        if fused is None:
+            return None  # a host NumPy whose rounding npgpu does not know: CuPy's own product
+        other = z if ufunc is numpy.square else inputs[1]
+        if not (self.is_native(other) and other.dtype == z.dtype):
+            return None
+        return self._complex_kernel("multiply_fma" if fused else "multiply", z, other)
+
+    random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        return random_kernels.cuda_doubles(self, state, shape)
+
+
+    # -- floating-point error flags (npgpu/_fperr.py): bytes in device memory, read at sync points --
+    def error_buffer(self, nbytes: int) -> Any:
+        buffer = self.xp.zeros(nbytes, self.xp.uint8)
+        # its page-locked host copy (read_errors_later), kept: one allocation per buffer
+        memory = self.xp.cuda.alloc_pinned_memory(nbytes)
+        self._error_hosts[buffer.data.ptr] = (memory, numpy.frombuffer(memory, numpy.uint8, nbytes))
+        return buffer
+
+    def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        return buffer[:nbytes].get()  # (on the current stream: after every kernel queued there)
+
+    def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
+        """The flags copied into page-locked host memory on the current stream, without waiting:
+        every download (to_host) waits for that stream before it returns."""
+        host = self._error_hosts[buffer.data.ptr][1][:nbytes]
+        buffer[:nbytes].get(out=host, blocking=False)
+        return host
+
+    def clear_errors(self, buffer: Any, nbytes: int) -> None:
+        buffer[:nbytes].fill(0)
+
+    def _error_arguments(self, graph: Any, errors: Any, reduce_check: int = 0) -> tuple[Any, ...]:
+        """The kernel arguments (pointer, offset) of a launch whose graph reports errors."""
+        if not (graph.error_nodes or reduce_check):
+            return ()
+        if errors is None:
+            errors = _fperr.call_launch(graph if graph.error_nodes else None, _fperr.current(),
+                                        ("reduce",) if reduce_check else (), global_reduce=bool(reduce_check))
+        buffer, base = _fperr.reserve(self, errors)
+        return numpy.uint64(buffer.data.ptr), numpy.int64(base)
+
+    def _eager_errors(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], result: Any) -> None:
+        """CuPy's ufuncs detect no floating-point errors: where NumPy's errstate here asks for this
+        ufunc's, one more kernel applies the ufunc table's conditions (npgpu/kernels/ufuncs.py,
+        ERRORS) to the operands and the result, and its flags are reported as a fused kernel's."""
+        state = _fperr.current()
+        if not state.check or ufunc.__name__ not in ufuncs.ERRORS:
+            return
+        results = result if isinstance(result, tuple) else (result,)
+        if not all(self.is_native(r) for r in results) or any(r.dtype.kind not in "biuf" for r in results):
+            return
+        kinds = tuple("array" if self.is_native(x) else "scalar" for x in inputs)
+        operand_types = tuple(x.dtype if self.is_native(x) else _weak(x) for x in inputs)
+        try:
+            loop = tuple(ufunc.resolve_dtypes(operand_types + (None,) * ufunc.nout))
+        except (TypeError, ValueError):
+            return
+        if tuple(r.dtype for r in results) != loop[ufunc.nin:]:
+            return  # a result stored in another dtype (out=): not checked (README)
+        if not ufuncs.supports_loop(ufunc, loop):
+            return  # a loop the kernel table lacks (float16): its errors are not checked (README)
+        if any(self.is_native(x) and x.data.ptr == r.data.ptr for x in inputs for r in results):
+            return  # written over its input (x += y, fusion off): the operand is gone (README)
+        check = state.check & ufuncs.error_categories(ufunc, loop)
+        if not check:
+            return
+        operand_dtypes = tuple(x.dtype if self.is_native(x) else loop[i] for i, x in enumerate(inputs))
+        key = ("errors", ufunc, loop, kinds, operand_dtypes, check)
+
+        def build() -> Any:
+            graph = ir.ufunc_graph(ufunc, loop, kinds, operand_dtypes, loop[ufunc.nin:], check)
+            apply = graph.outputs[0]
+            names = {apply: "q0", **{o: f"a{i}" for i, o in enumerate(apply.operands)}}
+            if ufunc.nout == 2:
+                names[graph.outputs[1]] = "q1"
+            lines = ["unsigned char* npg_err = (unsigned char*)npg_errp;"]
+            lines += [f"const {ufuncs.ctype(loop[i])} a{i} = ({ufuncs.ctype(loop[i])})x{i};" for i in range(ufunc.nin)]
+            lines += [f"const {ufuncs.ctype(dt)} q{k} = r{k};" for k, dt in enumerate(loop[ufunc.nin:])]
+            lines += codegen.emit_checks(graph, names, "cuda", codegen.error_flag("cuda")).inline()
+            params = ", ".join([f"{dt.name} x{i}" for i, dt in enumerate(operand_dtypes)]
+                               + ["uint64 npg_errp", "int64 npg_err_off"])
+            # the results are the kernel's outputs, only read: the launch covers their shape, allocates nothing
+            results_spec = ", ".join(f"{dt.name} r{k}" for k, dt in enumerate(loop[ufunc.nin:]))
+            kernel = self.xp.ElementwiseKernel(params, results_spec, "\n".join(lines), "npg_eager_errors",
+                                               preamble=ufuncs.typedefs("cuda"), options=self.NVRTC_OPTIONS,
+                                               no_return=True)
+            return kernel, graph
+
+        kernel, graph = self._kernel(key, build)
+        launch = _fperr.call_launch(graph, state)
+        buffer, base = _fperr.reserve(self, launch)
+        operands = [x if self.is_native(x) else loop[i].type(x) for i, x in enumerate(inputs)]
+        if results[0].size:
+            kernel(*operands, numpy.uint64(buffer.data.ptr), numpy.int64(base), *results)
+        _fperr.launched(self, launch)
+
+
+    # -- faults: CuPy's errors at this boundary, translated into npgpu's (npgpu._errors) -------------
+    #: CUDA statuses after which the device (or its context) is unusable: no device, devices
+    #: unavailable, ECC, illegal address, launch timeout, hardware stack error, illegal
+    #: instruction, misaligned address, invalid address space, invalid PC, launch failure,
+    #: context destroyed, system not ready, unknown.
+    _LOST = frozenset({100, 46, 214, 700, 702, 714, 715, 716, 717, 718, 719, 709, 802, 999})
+
+    def _raise_fault(self, exc: BaseException) -> NoReturn:
+        cp = self.xp
+        device = f"CUDA device {cp.cuda.Device().id}"
+        status = getattr(exc, "status", None)
+        if isinstance(exc, cp.cuda.memory.OutOfMemoryError) or status == 2:  # (2: cudaErrorMemoryAllocation)
+            try:
+                free, total = cp.cuda.Device().mem_info
+            except cp.cuda.runtime.CUDARuntimeError:
+                free = total = None
+            raise _errors.DeviceMemoryError(device, getattr(exc, "_size", None), free=free, total=total,
+                                            detail=str(exc)) from exc
+        if isinstance(exc, self._compile_errors):
+            raise _errors.KernelBuildError("CUDA (NVRTC)", str(exc)) from exc
+        if status in self._LOST:
+            raise _errors.DeviceLostError(
+                f"npgpu: the {device} stopped working ({exc}). Arrays on it are lost; restart the process, or "
+                "enable another backend (npgpu.enable('numpy')) to go on without it.") from exc
+        raise exc
+
+
+    def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
+                  out: Any = None, errors: Any = None) -> Any:
+        cp = self.xp
+        if out is None:
+            out = cp.ndarray(shape, graph.out_dtypes[0])  # (cupy.empty, less one Python layer)
+        size = out.size
+        contiguous = size and out._c_contiguous  # (CuPy's flags property builds an object per call)
+        if contiguous:
+            for x in inputs:
+                if not x._c_contiguous or x.size != size:
+                    contiguous = False
+                    break
+        if contiguous:
+            built = self._kernels.get(graph)
+            if built is None:
+                built = self._kernel(graph, lambda: self._contiguous_kernel(graph))
+            kernel, per_block = built
+            # (scalars are NumPy scalars of the graph's scalar dtypes: RawKernel passes them as such)
+            kernel(((size + per_block - 1) // per_block,), (self.BLOCK,),
+                   (*inputs, *scalars, out, numpy.int64(size), *self._error_arguments(graph, errors)))
+            return out
+
+        if not size:
+            return out
+        # Views, broadcasts and other strides: the code generator's strided kernel (as OpenCL's),
+        # one thread per element of the broadcast shape, operands addressed by byte strides.
+        full = shape if shape else (1,)
+        ndim = len(full)
+        kernel = self._kernel(("strided", graph, ndim), lambda: self._strided_kernel(graph, ndim))
+        operands = [cp.broadcast_to(x, shape).reshape(full) if x.shape != full else x for x in inputs]
+        target = out.reshape(full) if out.shape != full else out
+        arrays = [*operands, target]
+        args: list[Any] = []
+        for x in arrays:
+            args += [x, numpy.int64(0)]  # (the pointer is the view's first element: offset 0)
+        args += [*scalars, numpy.int64(size), *(numpy.int64(d) for d in full)]
+        for x in arrays:
+            args += [numpy.int64(st) for st in x.strides]
+        args += self._error_arguments(graph, errors)
+        block = 256
+        kernel(((size + block - 1) // block,), (block,), tuple(args))
+        return out
+
+
+    def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
+                     axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
+        if op not in self._REDUCE or not inputs:
+            return None
+        cp = self.xp
+        reduce_expr, _ = self._REDUCE[op]
+        # (the identity from the one table: -0.0 for a float sum, which keeps negative zeros' sign)
+        identity = _table.identity_literal(op, graph.out_dtypes[0])
+
+        def build() -> Any:
+            preamble, call, spec = self._fused_function(graph, reduce_check)
+            acc = graph.out_dtypes[0].name
+            post = "y = npg_reduced(a, (unsigned char*)npg_errp, npg_err_off)" if reduce_check else "y = a"
+            return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, post, identity,
+                                      "npg_fused_reduce", preamble=preamble, options=self.NVRTC_OPTIONS)
+
+        kernel = self._kernel(("reduce", graph, op, reduce_check), build)
+        operands = [cp.broadcast_to(x, shape) for x in inputs]
+        if reduce_check and errors is not None:
+            errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
+        return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
+
+
+#: functions whose results report NumPy's reduce errors (CupyBackend._reduction_errors)
+_CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
+#: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
+#: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
+_ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)
+
+
+def _at_boundary(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of CupyBackend with CuPy's errors raised as npgpu's (memory, compiler, device lost)."""
+
+    @functools.wraps(method)
+    def translated(self: CupyBackend, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except self._faults as exc:  # (only CuPy's memory, compiler and CUDA errors)
+            self._raise_fault(exc)
+
+    return translated
+
+
+for _name in ("from_host", "to_host", "sync", "run_fused", "reduce_fused", "call_function", "call_ufunc",
+              "random_call"):
+    setattr(CupyBackend, _name, _at_boundary(getattr(CupyBackend, _name)))
+
+#: CuPy backends made so far: at exit, each device finishes its queued work before the interpreter
+#: frees the memory (host and pinned) that it may still read or write.
+_LIVE_CUPY: weakref.WeakSet[CupyBackend] = weakref.WeakSet()
+
+
+def _finish_devices() -> None:
+    for backend in list(_LIVE_CUPY):
+        try:
+            backend.xp.cuda.runtime.deviceSynchronize()
+        except backend._faults as exc:  # (the process is ending: say so, don't raise)
+            sys.stderr.write(f"npgpu: the CUDA device failed while finishing its work at exit: {exc}\n")

@@ -1,0 +1,181 @@
+"""The emulated backend: CuPy's routing (cupy/array_module.py) with NumPy arrays as 'device' memory,
+so the core's device path runs on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+
+from .. import _errors, _fperr
+from ..kernels import ir
+from . import random_kernels
+from .cupy.array_module import ArrayModuleBackend
+
+
+class EmulatedBackend(ArrayModuleBackend):
+    """CuPy's routing with NumPy arrays as 'device' memory: tests the device path without a GPU."""
+
+    name = "emulated"
+    xp = numpy
+
+    @staticmethod
+    def _pointer(a: Any) -> int:
+        return a.__array_interface__["data"][0]
+
+    #: Bytes one "device" array may take (None: no limit). Tests lower it to stand for a device
+    #: too small for an array: allocations past it raise DeviceMemoryError, as CuPy's would.
+    max_alloc_bytes: int | None = None
+
+    def _room(self, nbytes: int) -> None:
+        if self.max_alloc_bytes is not None and nbytes > self.max_alloc_bytes:
+            raise _errors.DeviceMemoryError("emulated device", nbytes, per_array=self.max_alloc_bytes)
+
+    def _held(self, result: Any) -> Any:
+        """``result``, once it fits (the emulation computes first, then checks its room)."""
+        for r in result if isinstance(result, tuple) else (result,):
+            if isinstance(r, numpy.ndarray):
+                self._room(r.nbytes)
+        return result
+
+    def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
+                  out: Any = None, errors: Any = None) -> Any:
+        _check_operands(graph, inputs, out)
+        if out is None:
+            self._room(math.prod(shape) * graph.out_dtypes[0].itemsize)
+        # Interprets the IR with NumPy ufuncs on the exact loops: checks the recording, not a kernel.
+        # NumPy's own floating-point flags of each checked node are the "kernel's" error flags.
+        flags = self._error_flags(graph, errors)
+        value = _evaluate(graph, inputs, scalars, flags)[0]
+        if out is None:
+            return numpy.array(numpy.broadcast_to(value, shape), copy=True)
+        with numpy.errstate(all="ignore"):  # (a narrowing store was checked as a node)
+            out[...] = value
+        return out
+
+    def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
+                     axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
+        _check_operands(graph, inputs, None)
+        flags = self._error_flags(graph, errors, reduce_check)
+        value = numpy.broadcast_to(_evaluate(graph, inputs, scalars, flags)[0], shape)
+        slot = None if flags is None else flags[1] + _fperr.SLOT_BYTES * len(graph.error_nodes)
+        with _raised(reduce_check, flags[0] if flags else None, slot):
+            return numpy.asarray(getattr(numpy, op).reduce(value, axis=axes))
+
+    # -- floating-point error flags: host memory standing in for the device's -----------------
+    @staticmethod
+    def error_buffer(nbytes: int) -> numpy.ndarray:
+        return numpy.zeros(nbytes, numpy.uint8)
+
+    @staticmethod
+    def read_errors(buffer: numpy.ndarray, nbytes: int) -> numpy.ndarray:
+        return buffer[:nbytes].copy()
+
+    read_errors_later = read_errors
+
+    @staticmethod
+    def clear_errors(buffer: numpy.ndarray, nbytes: int) -> None:
+        buffer[:nbytes] = 0
+
+    def _error_flags(self, graph: Any, errors: Any, reduce_check: int = 0) -> tuple[numpy.ndarray, int] | None:
+        if not (graph.error_nodes or reduce_check):
+            return None
+        if errors is None:
+            errors = _fperr.call_launch(graph, _fperr.current(), ("reduce",) if reduce_check else ())
+        return _fperr.reserve(self, errors)
+
+    default_threshold_bytes = 0  # everything goes to the "device": this backend exists to test that path
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._random_state = numpy.random.RandomState()
+
+    def _random_source(self) -> Any:
+        return self._random_state  # not NumPy's global generator: device streams are separate
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "device": "host memory standing in for a device (tests only)"}
+
+    # NumPy's streams "on the device": NumPy draws them from the state handed over, as the
+    # kernels would, so the core's bookkeeping around random_doubles runs as on a GPU.
+    random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
+
+    def random_doubles(self, state: dict[str, Any], shape: tuple[int, ...]) -> tuple[Any, dict[str, Any]]:
+        return random_kernels.numpy_doubles(state, shape)
+
+    @staticmethod
+    def _as_device_result(result: Any) -> Any:
+        # CuPy returns 0-d arrays where NumPy returns scalars; so does the emulation.
+        if isinstance(result, numpy.generic):
+            return numpy.asarray(result)
+        if isinstance(result, tuple):
+            return tuple(EmulatedBackend._as_device_result(r) for r in result)
+        return result
+
+    def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self._held(self._as_device_result(super().call_function(func, args, kwargs)))
+
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "__call__":
+            own = self._own_ufunc(ufunc, inputs, kwargs)
+            if own is not None:
+                return own
+        return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))
+
+    def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
+        self._room(array.nbytes)
+        return numpy.array(array, copy=True, order="K")  # (the host array's memory order, as cupy.asarray)
+
+    def to_host(self, native: numpy.ndarray) -> numpy.ndarray:
+        return numpy.array(native, copy=True)
+
+
+
+def _check_operands(graph: Any, inputs: list[Any], out: Any) -> None:
+    """A GPU kernel reads each operand's memory as the dtype its graph declares: the emulation
+    refuses what would be read as another type there (a bool array given for a float32 input)."""
+    if len(inputs) != len(graph.inputs) or any(x.dtype != dt for x, dt in zip(inputs, graph.inputs)):
+        raise TypeError(f"emulated kernel: operands {[x.dtype for x in inputs]} for inputs {list(graph.inputs)}")
+    if out is not None and out.dtype != graph.out_dtypes[0]:
+        raise TypeError(f"emulated kernel: output {out.dtype} for {graph.out_dtypes[0]}")
+
+
+
+def _evaluate(graph: Any, inputs: list[Any], scalars: list[Any], flags: tuple[numpy.ndarray, int] | None = None
+              ) -> list[Any]:
+    """Values of an IR graph's outputs computed with NumPy, node by node (kernels/ir.evaluate); with
+    ``flags`` (a flag buffer and this launch's offset), the categories each error node checks are
+    set where NumPy raised them, as a kernel sets them (npgpu/_fperr.py)."""
+    if flags is None:
+        return ir.evaluate(graph, inputs, scalars)
+    buffer, base = flags
+    return ir.evaluate(graph, inputs, scalars,
+                       lambda slot, check: _raised(check, buffer, base + _fperr.SLOT_BYTES * slot))
+
+
+class _raised:
+    """Within: NumPy's floating-point flags of the categories ``check`` set the flag bytes of
+    slot ``base`` of ``buffer`` (the others ignored)."""
+
+    def __init__(self, check: int, buffer: numpy.ndarray | None, base: int | None) -> None:
+        self.check, self.buffer, self.base = check, buffer, base
+        self.state: Any = None
+
+    def _flag(self, kind: str, bits: int) -> None:
+        for b, (bit, _, _) in enumerate(_fperr.CATEGORIES):
+            if bits & bit & self.check:
+                self.buffer[self.base + b] = 1  # type: ignore[index]
+
+    def __enter__(self) -> None:
+        if self.buffer is None or not self.check:
+            self.state = numpy.errstate(all="ignore")
+        else:
+            modes = {key: "call" if self.check & bit else "ignore" for bit, key, _ in _fperr.CATEGORIES}
+            self.state = numpy.errstate(call=self._flag, **modes)
+        self.state.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.state.__exit__(*exc)

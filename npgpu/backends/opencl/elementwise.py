@@ -1,0 +1,331 @@
+"""Elementwise work: ufuncs with NumPy's loops and errors, casts and copies, where, clip."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy
+
+from ... import _fperr, _ops
+from ...kernels import codegen, ir
+from ...kernels import ufuncs as _table
+from ..base import Backend
+from .array import CLArray, _array_operand, _broadcast_strides, _collapse, _pairs, _part, _span, _weak_type
+from .launch import _scalar_value
+from .routing import implements
+
+
+def _comparison_loop(
+    ufunc: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...], types: tuple[Any, ...]
+) -> tuple[tuple[numpy.dtype, ...], tuple[Any, ...]]:
+    """NumPy compares out-of-range Python ints exactly (uint8 array < -1); widen the loop."""
+    changed = list(types)
+    widened = False
+    for i, x in enumerate(inputs):
+        if isinstance(x, int) and not isinstance(x, bool) and loop[i].kind in "iu":
+            info = numpy.iinfo(loop[i])
+            if not info.min <= x <= info.max:
+                changed[i] = numpy.dtype(numpy.int64) if -(2**63) <= x < 2**63 else numpy.dtype(numpy.uint64)
+                widened = True
+    if not widened:  # (dtype == int is True in NumPy: compare by flag, not by value)
+        return loop, types
+    return tuple(ufunc.resolve_dtypes(tuple(changed) + (None,))), tuple(changed)
+
+
+
+def _unwrap(x: Any) -> Any:
+    """The native of an npgpu device array (the core hands ``where=`` of a ufunc over unconverted)."""
+    native = getattr(x, "_native", None)
+    return native if isinstance(native, CLArray) else x
+
+
+
+def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    out = kwargs.get("out")
+    if out is None:
+        return ()
+    return out if isinstance(out, tuple) else (out,)
+
+
+
+class Elementwise(Backend):
+    """Elementwise kernels: ufunc calls, casts and copies, where, clip."""
+
+    def run_elementwise(
+        self,
+        graph: ir.Graph,
+        inputs: list[CLArray],
+        outputs: list[CLArray],
+        scalars: list[Any],
+        where: CLArray | None = None,
+        errors: _fperr.Launch | None = None,
+    ) -> None:
+        """Run ``graph`` over broadcast ``inputs`` into ``outputs`` (all of the outputs' shape).
+
+        The entry point fusion uses too: inputs broadcast against outputs[0].shape. ``errors``:
+        what the graph's floating-point error flags report (see npgpu/_fperr.py).
+        """
+        shape = outputs[0].shape
+        n = math.prod(shape)
+        if n == 0:
+            return
+        arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
+        strides = [_broadcast_strides(a, shape) for a in arrays]
+        cshape, cstrides = _collapse(shape, strides)
+        contiguous = len(cshape) <= 1 and all(
+            (len(st) == 0 or st[0] == a.itemsize) and a.offset % a.itemsize == 0
+            for a, st in zip(arrays, cstrides, strict=True)
+        )
+        # CPUs (PoCL): a contiguous run of elements per work-item measured 2-3x faster than one
+        # element per work-item; GPUs: one element per work-item.
+        chunk = self._chunk(n) if self.is_cpu and self.chunk_local_size else 0
+        big = max(n + chunk * self.chunk_local_size, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
+        # CPUs: contiguous float graphs of plain arithmetic and math builtins run in vector types
+        vector = codegen.vector_width(graph) if chunk and contiguous and where is None and self.vectorize else 0
+        # a chunk whose output overwrites an input can't be computed again to look for its errors
+        inline_errors = bool(graph.error_nodes) and any(a.data is o.data for a in inputs for o in outputs)
+        layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0,
+                                vector=vector, inline_errors=inline_errors)
+        kernel = self._build(("ew", graph, layout), lambda: codegen.elementwise(graph, layout, "opencl"))
+        it = numpy.int64 if big else numpy.int32
+        args: list[Any] = []
+        for a in arrays:
+            args.append(a.data)
+            args.append(it(a.offset // a.itemsize if contiguous else a.offset))
+        for value, dt in zip(scalars, graph.scalars, strict=True):
+            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+        args.append(it(n))
+        if chunk:
+            args.append(it(chunk))
+        if not contiguous:
+            args.extend(it(d) for d in cshape)
+            for st in cstrides:
+                args.extend(it(s) for s in st)
+        if graph.error_nodes:
+            args += self._error_arguments(graph, errors, it)
+        if chunk:
+            ls = self.chunk_local_size
+            items = -(-n // chunk)
+            self._enqueue(kernel, (-(-items // ls) * ls,), (ls,), args)
+        else:
+            self._launch(kernel, n, args)
+
+
+    # -- ufuncs ---------------------------------------------------------------
+    def supports_ufunc(self, ufunc: numpy.ufunc, method: str, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if method == "__call__":
+            if set(kwargs) - {"out", "where", "casting", "dtype", "signature"}:
+                return False
+            if kwargs.get("signature") is not None:
+                return False
+            if ufunc.signature is not None:
+                return False
+            where = kwargs.get("where", True)
+            if not (where is True or _array_operand(where)):
+                return False
+            if _array_operand(where) and where.dtype != numpy.bool_:
+                return False
+            if len(dtypes) == ufunc.nin + ufunc.nout and all(isinstance(d, numpy.dtype) for d in dtypes):
+                loop = tuple(dtypes)
+            else:
+                try:
+                    loop = self._resolve(ufunc, dtypes, kwargs)
+                except (TypeError, ValueError):
+                    return False
+            for o in _outs(kwargs):
+                if o is not None and not (self.supports_dtypes((o.dtype,)) and _table.is_supported_dtype(o.dtype)):
+                    return False
+            return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop)
+        if method == "reduce":
+            if ufunc not in _ops.UFUNC_REDUCTIONS or set(kwargs) - {
+                "axis",
+                "dtype",
+                "out",
+                "keepdims",
+                "initial",
+                "where",
+            }:
+                return False
+            dts = tuple(d for d in dtypes if isinstance(d, numpy.dtype))
+            return self.supports_dtypes(dts) and all(_table.is_supported_dtype(d) for d in dts)
+        return False
+
+    @staticmethod
+    def _resolve(ufunc: numpy.ufunc, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[numpy.dtype, ...]:
+        extra: dict[str, Any] = {"casting": kwargs.get("casting", "same_kind")}
+        if kwargs.get("dtype") is not None:
+            extra["signature"] = (None,) * ufunc.nin + (numpy.dtype(kwargs["dtype"]),) * ufunc.nout
+        loop = ufunc.resolve_dtypes(tuple(dtypes[: ufunc.nin]) + (None,) * ufunc.nout, **extra)
+        return tuple(loop)
+
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "reduce":
+            if "where" in kwargs:
+                kwargs = {**kwargs, "where": _unwrap(kwargs["where"])}
+            return self._ufunc_reduce(ufunc, inputs[0], **kwargs)
+        if method != "__call__":
+            raise NotImplementedError(f"opencl backend: {ufunc.__name__}.{method}")
+        return self.ufunc_call(
+            ufunc,
+            inputs,
+            out=kwargs.get("out"),
+            where=_unwrap(kwargs.get("where", True)),
+            casting=kwargs.get("casting", "same_kind"),
+            dtype=kwargs.get("dtype"),
+            errstate=_fperr.current(),
+        )
+
+    def ufunc_call(
+        self,
+        ufunc: numpy.ufunc,
+        inputs: tuple[Any, ...],
+        out: Any = None,
+        where: Any = True,
+        casting: str = "same_kind",
+        dtype: Any = None,
+        errstate: _fperr.ErrState | None = None,
+    ) -> Any:
+        """``ufunc(*inputs, out=, where=, casting=, dtype=)`` with NumPy's result dtypes; with
+        ``errstate`` (a user's call), its floating-point errors are reported as that state asks."""
+        if len(inputs) != ufunc.nin:
+            raise TypeError(f"{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
+        outs = (
+            list(out)
+            if isinstance(out, (tuple, list))
+            else [out] * (1 if ufunc.nout == 1 else 0) or [None] * ufunc.nout
+        )
+        if len(outs) < ufunc.nout:
+            outs += [None] * (ufunc.nout - len(outs))
+        kinds = []
+        for x in inputs:
+            kinds.append("array" if isinstance(x, CLArray) else "scalar")
+        types = tuple(_weak_type(x) for x in inputs)
+        loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
+        if ufunc in _ops.COMPARISONS:
+            loop, types = _comparison_loop(ufunc, inputs, loop, types)
+        for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
+            if type(x) is int:
+                _scalar_value(x, dt)
+        nin = ufunc.nin
+        for k, o in enumerate(outs):
+            if o is not None and not numpy.can_cast(loop[nin + k], o.dtype, casting):
+                raise numpy._core._exceptions._UFuncOutputCastingError(ufunc, casting, loop[nin + k], o.dtype, k)
+        shapes = [x.shape for x in inputs if isinstance(x, CLArray)]
+        shapes += [numpy.shape(x) for x in inputs if not isinstance(x, CLArray)]
+        shape = numpy.broadcast_shapes(*shapes)
+        if ufunc is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i" and math.prod(shape):
+            self._check_int_power(inputs[1])  # (NumPy raises only where it computes an element)
+        for o in outs:
+            if o is not None:
+                if numpy.broadcast_shapes(shape, o.shape) != o.shape:
+                    msg = f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast shape"
+                    raise ValueError(f"{msg} {shape}")
+                shape = o.shape
+        if isinstance(where, CLArray):
+            shape = numpy.broadcast_shapes(shape, where.shape) if all(o is None for o in outs) else shape
+        results = [o if o is not None else self.empty(shape, loop[nin + k]) for k, o in enumerate(outs)]
+        arrays = [x for x in inputs if isinstance(x, CLArray)]
+        # an output partially overlapping an input (a[1:] += a[:-1]) needs the input copied first
+        for i, a in enumerate(arrays):
+            for r in results:
+                if self.shares_memory(a, r) and not (
+                    a.offset == r.offset and _broadcast_strides(a, shape) == r.strides
+                ):
+                    arrays[i] = self.copy(a)
+        scalars = [x for x in inputs if not isinstance(x, CLArray)]
+        operand_dtypes = tuple(x.dtype if isinstance(x, CLArray) else loop[i] for i, x in enumerate(inputs))
+        check = 0 if errstate is None else errstate.check
+        key = ("ufunc", ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results), check)
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, tuple(r.dtype for r in results), check)
+            self._graphs[key] = graph
+        if where is False or (not isinstance(where, CLArray) and not where):
+            return results[0] if ufunc.nout == 1 else tuple(results)
+        mask = where if isinstance(where, CLArray) else None
+        launch = _fperr.call_launch(graph, errstate) if graph.error_nodes and errstate is not None else None
+        self.run_elementwise(graph, arrays, results, scalars, mask, launch)
+        if launch is not None:
+            _fperr.launched(self, launch)
+        return results[0] if ufunc.nout == 1 else tuple(results)
+
+
+    def copy(self, a: CLArray, dtype: Any = None) -> CLArray:
+        """A new C-contiguous array with ``a``'s values (converted to ``dtype``)."""
+        dtype = a.dtype if dtype is None else numpy.dtype(dtype)
+        out = self.empty(a.shape, dtype)
+        self.copy_into(out, a)
+        return out
+
+    def copy_into(self, dst: CLArray, src: CLArray) -> None:
+        """``dst[...] = src`` (broadcast, C conversion; NumPy's unsafe astype for supported pairs)."""
+        if dst.dtype.kind == "c" or src.dtype.kind == "c":
+            self._copy_complex(dst, src)
+            return
+        key = ("cast", src.dtype, dst.dtype)
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = ir.cast_graph(src.dtype, dst.dtype)
+        if self.shares_memory(src, dst):
+            src = self.copy(src)
+        self.run_elementwise(graph, [src], [dst], [])
+
+    def _copy_complex(self, dst: CLArray, src: CLArray) -> None:
+        # complex values are stored (not computed on): copies go through the (real, imag) parts
+        if dst.dtype.kind != "c":
+            raise NotImplementedError("opencl backend: complex to real conversion")
+        if self.shares_memory(src, dst):
+            src = self.copy(src)
+        if src.dtype.kind == "c":
+            self.copy_into(_pairs(dst), _pairs(src))
+            return
+        self.copy_into(_part(dst, 0), src)
+        self.fill(_part(dst, 1), 0)
+
+    def _check_int_power(self, exponent: Any) -> None:
+        if isinstance(exponent, CLArray):
+            if exponent.dtype.kind == "i" and exponent.size and self.to_host(self.reduce_op("minimum", exponent)) < 0:
+                raise ValueError("Integers to negative integer powers are not allowed.")
+        elif numpy.asarray(exponent) < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+    @implements(numpy.where, kwargs=())
+    def where(self, condition: Any, x: Any = None, y: Any = None) -> Any:
+        if x is None and y is None:
+            raise NotImplementedError("opencl backend: one-argument where (nonzero)")
+        ops = [condition, x, y]
+        dt = numpy.result_type(*[o.dtype if isinstance(o, CLArray) else o for o in (x, y)])
+        kinds = tuple("array" if isinstance(o, CLArray) else "scalar" for o in ops)
+        dts = tuple(
+            o.dtype if isinstance(o, CLArray) else (numpy.dtype(bool) if i == 0 else dt) for i, o in enumerate(ops)
+        )
+        key = ("where", kinds, dts, dt)
+        graph = self._graphs.get(key)
+        if graph is None:
+            b = ir.GraphBuilder()
+            nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
+            graph = self._graphs[key] = b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
+        shape = numpy.broadcast_shapes(*[numpy.shape(o) if not isinstance(o, CLArray) else o.shape for o in ops])
+        out = self.empty(shape, dt)
+        self.run_elementwise(
+            graph, [o for o in ops if isinstance(o, CLArray)], [out], [o for o in ops if not isinstance(o, CLArray)]
+        )
+        return out
+
+    @implements(numpy.clip, kwargs=("a_min", "a_max", "out", "min", "max"))
+    def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
+        if a.dtype.kind in "iu":  # NumPy's clip drops Python-int bounds beyond the dtype (NEP 50, no error)
+            info = numpy.iinfo(a.dtype)
+            if type(a_min) is int and a_min <= info.min:
+                a_min = None
+            if type(a_max) is int and a_max >= info.max:
+                a_max = None
+        if a_min is None and a_max is None:
+            return self.ufunc_call(numpy.positive, (a,), out=out, **kwargs)
+        if a_min is None:
+            return self.ufunc_call(numpy.minimum, (a, a_max), out=out, **kwargs)
+        if a_max is None:
+            return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
+        return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)

@@ -1,0 +1,222 @@
+"""Data movement and views: reshape, transpose, views NumPy computes the layout of, conversions,
+copies, concatenate/stack, split.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+from numpy.lib.stride_tricks import as_strided
+
+from ..base import Backend
+from .array import CLArray, _norm_axes, _part
+from .routing import VIEW_FUNCTIONS, implements
+
+_NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
+
+
+def _numpy_keywords(func: Callable[..., Any]) -> frozenset[str]:
+    """A view function's keywords: NumPy's own (NumPy checks them), less ``subok``."""
+    return frozenset(inspect.signature(func).parameters) - {"subok"}
+
+
+def _concat_result(
+    arrays: list[CLArray], axis: int, dtype: Any, casting: str
+) -> tuple[tuple[int, ...], numpy.dtype]:
+    """numpy.concatenate's result shape and dtype (and its errors), without allocating.
+
+    NumPy checks the stand-ins: each array's shape with the joined axis emptied (zero bytes).
+    """
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    nd = arrays[0].ndim
+    if nd == 0 or any(a.ndim != nd for a in arrays):
+        numpy.concatenate([numpy.empty((0,) * a.ndim, a.dtype) for a in arrays], axis=axis)
+    ax = _norm_axes(axis, nd)[0]
+    stand_ins = [numpy.empty(a.shape[:ax] + (0,) + a.shape[ax + 1 :], a.dtype) for a in arrays]
+    probe = numpy.concatenate(stand_ins, axis=ax, dtype=dtype, casting=casting)
+    shape = probe.shape[:ax] + (sum(a.shape[ax] for a in arrays),) + probe.shape[ax + 1 :]
+    return shape, probe.dtype
+
+
+class Movement(Backend):
+    """Reshapes, views, conversions and copies, concatenation and splits."""
+
+    # -- layout and data movement --------------------------------------------
+    @implements(numpy.reshape, kwargs=("shape", "order", "newshape", "copy"), complex_values=True)
+    def reshape(self, a: CLArray, shape: Any, order: str = "C", copy: bool | None = None) -> CLArray:
+        """A view when NumPy would give one, else a copy (``order`` 'C' or 'F', ``copy``: NumPy's)."""
+        if order not in ("C", "F"):
+            raise NotImplementedError(f"opencl backend: reshape with order {order!r}")  # (supports_function: no)
+        # the new shape, with NumPy's errors and -1 resolved, from zero-byte items (no allocation)
+        new_shape = numpy.reshape(numpy.empty(a.shape, _NO_BYTES), shape).shape
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        view = None
+        try:
+            view = None if copy else numpy.reshape(dummy, new_shape, order=order, copy=False)
+        except ValueError:
+            if copy is False:
+                raise
+        if view is not None:
+            return a.view(view.shape, view.strides, a.offset)
+        # a copy laid out in the reading order, which NumPy's reshape of it views
+        contiguous = self._copy_ordered(a, a.dtype, order)
+        view = numpy.reshape(as_strided(numpy.zeros(1, a.dtype), a.shape, contiguous.strides, writeable=False),
+                             new_shape, order=order, copy=False)
+        return CLArray(self, contiguous.data, view.shape, a.dtype, view.strides, contiguous.offset)
+
+    @implements(numpy.ravel, kwargs=("order",), complex_values=True)
+    def ravel(self, a: CLArray, order: str = "C") -> CLArray:
+        if order != "C":
+            raise NotImplementedError("opencl backend: ravel with order other than 'C'")
+        return self.reshape(a, (a.size,))
+
+    @implements(numpy.transpose, kwargs=("axes",), complex_values=True)
+    def transpose(self, a: CLArray, axes: Any = None) -> CLArray:
+        if axes is None:
+            return a.T
+        axes = tuple(_norm_axes(ax, a.ndim)[0] for ax in axes)
+        if sorted(axes) != list(range(a.ndim)):
+            raise ValueError("axes don't match array")
+        return a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
+
+    @implements(numpy.ndarray.astype, kwargs=("dtype", "order", "casting", "copy"), complex_values=True)
+    def astype(self, a: CLArray, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True) -> CLArray:
+        dtype = numpy.dtype(dtype)
+        if not numpy.can_cast(a.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {dtype!r} according to the rule {casting!r}")
+        if dtype == a.dtype and not copy:
+            return a
+        return self._copy_ordered(a, dtype, order)
+
+    @implements(numpy.copy, kwargs=("order", "subok"), complex_values=True)
+    @implements(numpy.ndarray.copy, kwargs=("order",), complex_values=True)
+    def array_copy(self, a: CLArray, order: str = "K", subok: bool = True) -> CLArray:
+        return self._copy_ordered(a, a.dtype, order)
+
+    def _copy_ordered(self, a: CLArray, dtype: numpy.dtype, order: str) -> CLArray:
+        out = self.empty_ordered(a.shape, dtype, order, like=a)
+        self.copy_into(out, a)
+        return out
+
+    @implements(numpy.ascontiguousarray, kwargs=("dtype",), complex_values=True)
+    def ascontiguousarray(self, a: CLArray, dtype: Any = None) -> CLArray:
+        dtype = a.dtype if dtype is None else numpy.dtype(dtype)
+        if a.c_contiguous and dtype == a.dtype:
+            return a
+        return self.copy(a, dtype)
+
+    @implements(numpy.concatenate, kwargs=("axis", "out", "dtype", "casting"), complex_values=True)
+    def concatenate(
+        self, arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
+    ) -> CLArray:
+        arrays = list(arrays)
+        if out is not None and dtype is not None:
+            raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both were provided.")
+        if axis is None:
+            arrays = [self.ravel(a) for a in arrays]
+            axis = 0
+        # (out= is checked as dtype=out.dtype: NumPy's casting rule and TypeError)
+        shape, rdtype = _concat_result(arrays, axis, out.dtype if out is not None else dtype, casting)
+        ax = _norm_axes(axis, arrays[0].ndim)[0]
+        if out is not None and out.shape != shape:
+            raise ValueError(f"Output array is the wrong shape: {out.shape} instead of {shape}")
+        result = self.empty(shape, rdtype) if out is None else out
+        pos = 0
+        for a in arrays:
+            n = a.shape[ax]
+            dst = result.view(a.shape, result.strides, result.offset + pos * result.strides[ax])
+            self.copy_into(dst, a)
+            pos += n
+        return result
+
+    @implements(numpy.stack, kwargs=("axis", "out", "dtype", "casting"), complex_values=True)
+    def stack(
+        self, arrays: Any, axis: int = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
+    ) -> CLArray:
+        arrays = list(arrays)
+        if not arrays:
+            raise ValueError("need at least one array to stack")
+        if any(a.shape != arrays[0].shape for a in arrays):
+            raise ValueError("all input arrays must have the same shape")
+        ax = _norm_axes(axis, arrays[0].ndim + 1)[0]
+        expanded = [
+            a.view(a.shape[:ax] + (1,) + a.shape[ax:], a.strides[:ax] + (0,) + a.strides[ax:], a.offset) for a in arrays
+        ]
+        return self.concatenate(expanded, axis=ax, out=out, dtype=dtype, casting=casting)
+
+    @implements(numpy.array_split, kwargs=("indices_or_sections", "axis"), complex_values=True)
+    def array_split(self, a: CLArray, indices_or_sections: Any, axis: int = 0) -> list[CLArray]:
+        """Views, as NumPy's (it slices): NumPy splits a zero-byte stand-in, the offsets are kept."""
+        return self._split(numpy.array_split, a, indices_or_sections, axis)
+
+    @implements(numpy.split, kwargs=("indices_or_sections", "axis"), complex_values=True)
+    def split(self, a: CLArray, indices_or_sections: Any, axis: int = 0) -> list[CLArray]:
+        return self._split(numpy.split, a, indices_or_sections, axis)
+
+    def numpy_view(self, how: Callable[..., Any], a: CLArray, *args: Any, **kwargs: Any) -> Any:
+        """The view NumPy's ``how`` makes of ``a`` (swapaxes, moveaxis, squeeze, flip, ...: metadata
+        only), with NumPy's errors: computed on a zero-byte stand-in with ``a``'s layout."""
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        base = dummy.__array_interface__["data"][0]
+
+        def back(v: numpy.ndarray) -> CLArray:
+            return a.view(v.shape, v.strides, a.offset + v.__array_interface__["data"][0] - base)
+
+        result = how(dummy, *args, **kwargs)
+        return type(result)(back(v) for v in result) if isinstance(result, (tuple, list)) else back(result)
+
+    @implements(numpy.broadcast_arrays, kwargs=_numpy_keywords(numpy.broadcast_arrays), complex_values=True)
+    def broadcast_arrays(self, *arrays: CLArray, subok: bool = False) -> tuple[CLArray, ...]:
+        shape = numpy.broadcast_shapes(*(a.shape for a in arrays))
+        return tuple(self.numpy_view(numpy.broadcast_to, a, shape) for a in arrays)
+
+    def _split(self, how: Callable[..., Any], a: CLArray, indices_or_sections: Any, axis: int) -> list[CLArray]:
+        dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
+        base = dummy.__array_interface__["data"][0]
+        views = how(dummy, indices_or_sections, axis=axis)
+        return [a.view(v.shape, v.strides, a.offset + v.__array_interface__["data"][0] - base) for v in views]
+
+    @implements(numpy.ndarray.view, kwargs=("dtype", "type"), complex_values=True)
+    def array_view(self, a: CLArray, dtype: Any = None, type: Any = None) -> CLArray:  # noqa: A002  (NumPy's)
+        """``a.view(dtype)``: the same memory read as another dtype, as NumPy allows it (the last
+        axis contiguous when the item size changes)."""
+        if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, numpy.ndarray)):
+            raise TypeError("opencl backend: views as ndarray subclasses are NumPy's")  # (supports_function said no)
+        new = a.dtype if dtype is None else numpy.dtype(dtype)
+        if new.itemsize == a.itemsize:
+            return CLArray(self, a.data, a.shape, new, a.strides, a.offset, a.base or a)
+        if a.ndim == 0:
+            raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")
+        if a.shape[-1] != 1 and a.strides[-1] != a.itemsize:
+            raise ValueError("To change to a dtype of a different size, the last axis must be contiguous")
+        total = a.shape[-1] * a.itemsize
+        if total % new.itemsize:
+            raise ValueError("When changing to a larger dtype, its size must be a divisor of the total size in bytes "
+                             "of the last axis of the array.")
+        shape = (*a.shape[:-1], total // new.itemsize)
+        return CLArray(self, a.data, shape, new, (*a.strides[:-1], new.itemsize), a.offset, a.base or a)
+
+    @implements(numpy.real, kwargs=(), complex_values=True)
+    def real(self, a: CLArray) -> CLArray:
+        """The real part: a view of a complex array's memory (writes reach it), else the array."""
+        return _part(a, 0) if a.dtype.kind == "c" else a.view(a.shape, a.strides, a.offset)
+
+    @implements(numpy.imag, kwargs=(), complex_values=True)
+    def imag(self, a: CLArray) -> CLArray:
+        return _part(a, 1)
+
+
+def _numpy_view(func: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(self: Movement, a: CLArray, *args: Any, **kwargs: Any) -> Any:
+        return self.numpy_view(func, a, *args, **kwargs)
+
+    return impl
+
+
+for _func in VIEW_FUNCTIONS:
+    implements(_func, kwargs=_numpy_keywords(_func), complex_values=True)(_numpy_view(_func))
