@@ -244,7 +244,8 @@ class Report:
         share = f" ({100 * t.device / calls:.0f}% on the device)" if calls else ""
         kernels = self.kernels.get("kernels_launched", 0)
         fused = self.kernels.get("ops_fused", 0)
-        return (f"{t.device} calls on the device, {t.host} on the host, {t.fallback} fallbacks{share}; "
+        fallbacks = "1 fallback" if t.fallback == 1 else f"{t.fallback} fallbacks"
+        return (f"{t.device} calls on the device, {t.host} on the host, {fallbacks}{share}; "
                 f"{t.bytes_to_device / 1e6:.2f} MB to the device, {t.bytes_to_host / 1e6:.2f} MB to the host "
                 f"({t.transfer_seconds * 1e3:.2f} ms moving, {t.device_wait_seconds * 1e3:.2f} ms waiting for the "
                 f"device); {kernels:g} fused kernels ran {fused:g} operations")
