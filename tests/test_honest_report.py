@@ -51,7 +51,7 @@ def test_waiting_for_kernels_at_a_download_is_device_time_not_transfer_time(monk
     monkeypatch.setattr(_transfer, "time", clock)
     with npgpu.enable("emulated", threshold=0):
         backend = _config.current().backend
-        x = npgpu.arange(1000.0)
+        x = npgpu.arange(10_000.0)  # 80 kB: from _transfer.SPLIT_BYTES the wait is timed apart
         y = npgpu.sin(x) * 2.0
         moved = backend.to_host
 
@@ -66,15 +66,21 @@ def test_waiting_for_kernels_at_a_download_is_device_time_not_transfer_time(monk
         monkeypatch.setattr(backend, "to_host", download)
         npgpu.report(reset=True)
         host = npgpu.asnumpy(y)  # the download of y
-    numpy.testing.assert_array_equal(host, numpy.sin(numpy.arange(1000.0)) * 2.0)
+        small = npgpu.asnumpy(y[:10])  # a small download: its time is the round trip, all waiting
+    numpy.testing.assert_array_equal(host, numpy.sin(numpy.arange(10_000.0)) * 2.0)
+    numpy.testing.assert_array_equal(small, host[:10])
+    assert _transfer.SPLIT_BYTES <= 80_000
+    little = npgpu.report().sites[_site("small = npgpu.asnumpy(y[:10])")]
+    assert little.bytes_to_host == 80 and little.transfer_seconds == 0.0
+    assert little.device_wait_seconds == pytest.approx(0.002)
     site = npgpu.report().sites[_site("host = npgpu.asnumpy(y)  # the download of y")]
-    assert site.bytes_to_host == 8000
+    assert site.bytes_to_host == 80_000
     assert site.transfer_seconds == pytest.approx(0.002)
     assert site.device_wait_seconds == pytest.approx(5.0)
     text = str(npgpu.report())
     assert "wait ms" in text and "xfer ms" in text
     row = next(line for line in text.splitlines() if line.startswith("<conversion to host>"))
-    assert row.split()[-2:] == ["2.00", "5000.00"]
+    assert row.split()[-2:] == ["2.00", "5002.00"]  # (the small download's 2 ms are waiting)
 
 
 def test_an_upload_waits_for_queued_work_as_device_time(monkeypatch):
@@ -84,9 +90,9 @@ def test_an_upload_waits_for_queued_work_as_device_time(monkeypatch):
         backend = _config.current().backend
         monkeypatch.setattr(backend, "sync", lambda: setattr(clock, "now", clock.now + 1.0))
         npgpu.report(reset=True)
-        npgpu.asarray(numpy.ones(100))
+        npgpu.asarray(numpy.ones(10_000))
     totals = npgpu.report().totals()
-    assert totals.bytes_to_device == 800
+    assert totals.bytes_to_device == 80_000
     assert totals.device_wait_seconds == pytest.approx(1.0) and totals.transfer_seconds == 0.0
 
 
