@@ -158,7 +158,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                     target[...] = exact  # (a ** n into a: the product is computed first, then stored)
                     return target
         if method == "__call__":
-            own = self._own_ufunc(ufunc, inputs, kwargs, loop=loop)
+            # (the core's loop is not forwarded here yet: _own_ufunc resolves it again, as it did in
+            # the last GPU run; the emulated backend forwards it)
+            own = self._own_ufunc(ufunc, inputs, kwargs)
             if own is not None:
                 return own
             if ufunc is numpy.divmod and not kwargs:
