@@ -389,7 +389,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
         return NotImplemented
     try:
         natives = tuple(x._native if type(x) is DeviceArray else x for x in inputs)
-        result = backend.call_ufunc(uf, "__call__", natives, {})
+        result = backend.call_ufunc(uf, "__call__", natives, {}, loop)
     except FALLBACK_FAULTS as fault:  # [device faults]
         return fallback(uf, uf, inputs, {}, [], _config.current(), reason=fault.reason)
     if frame is None:
@@ -526,7 +526,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         options = {k: to_native_tree(v, backend, uf) for k, v in options.items()}
         if out is not None:
             options["out"] = tuple(None if o is None else o._native for o in out)
-        result = backend.call_ufunc(uf, method, ninputs, options)
+        result = backend.call_ufunc(uf, method, ninputs, options, loop or None)
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
     _report.record(uf, "device")

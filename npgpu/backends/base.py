@@ -182,7 +182,11 @@ class Backend:
         """Can ``getattr(ufunc, method)`` run here with operand/loop dtypes ``dtypes``?"""
         raise NotImplementedError
 
-    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   loop: tuple[numpy.dtype, ...] | None = None) -> Any:
+        """``getattr(ufunc, method)(*inputs, **kwargs)`` here. For ``__call__`` the core passes the
+        ``loop`` it resolved (NumPy's ``resolve_dtypes``; see the class docstring): a backend uses it
+        rather than resolving again. None where the caller has none (the backend resolves)."""
         raise NotImplementedError
 
     def supports_function(

@@ -118,9 +118,10 @@ class EmulatedBackend(ArrayModuleBackend):
     def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return self._held(self._as_device_result(super().call_function(func, args, kwargs)))
 
-    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         if method == "__call__":
-            own = self._own_ufunc(ufunc, inputs, kwargs)
+            own = self._own_ufunc(ufunc, inputs, kwargs, loop=loop)
             if own is not None:
                 return own
         return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))

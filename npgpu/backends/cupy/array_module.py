@@ -186,7 +186,8 @@ class ArrayModuleBackend(Backend):
         )
         return signature in types
 
-    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         xp = self.xp
         name = ufunc.__name__
         if method == "__call__":
@@ -213,7 +214,7 @@ class ArrayModuleBackend(Backend):
         raise AssertionError(f"unrouted ufunc method {method}")  # supports_ufunc said no
 
     def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any],
-                   report: bool = True) -> Any:
+                   report: bool = True, loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         """An eager call of a real-valued ufunc run by npgpu's own one-node kernel (the fused
         kernels' code: NumPy's formulas for special values, its error conditions checked inline,
         float32 subnormals kept), or None where CuPy's ufunc runs it. ``report=False``: its
@@ -234,10 +235,11 @@ class ArrayModuleBackend(Backend):
                 types.append(_weak(x))
             else:
                 return None
-        try:
-            loop = tuple(ufunc.resolve_dtypes((*types, None)))
-        except (TypeError, ValueError):
-            return None
+        if loop is None or len(loop) != ufunc.nin + 1:  # (the core's loop: NumPy's, already checked)
+            try:
+                loop = tuple(ufunc.resolve_dtypes((*types, None)))
+            except (TypeError, ValueError):
+                return None
         if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in loop) or \
                 not _table.supports_loop(ufunc, loop):
             return None

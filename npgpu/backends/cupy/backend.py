@@ -144,7 +144,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         self.xp.cuda.get_current_stream().synchronize()
 
     # -- complex products rounded as the host's NumPy rounds them -----------------------------
-    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         if method == "__call__" and ufunc in _COMPLEX_PRODUCTS and set(kwargs) <= {"out"}:
             out = kwargs.get("out")
             target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -157,6 +158,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                     target[...] = exact  # (a ** n into a: the product is computed first, then stored)
                     return target
         if method == "__call__":
+            # (the core's loop is not forwarded here yet: _own_ufunc resolves it again, as it did in
+            # the last GPU run; the emulated backend forwards it)
             own = self._own_ufunc(ufunc, inputs, kwargs)
             if own is not None:
                 return own

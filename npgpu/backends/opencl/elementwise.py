@@ -159,7 +159,8 @@ class Elementwise(Backend):
         loop = ufunc.resolve_dtypes(tuple(dtypes[: ufunc.nin]) + (None,) * ufunc.nout, **extra)
         return tuple(loop)
 
-    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_ufunc(self, ufunc: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                   loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         if method == "reduce":
             if "where" in kwargs:
                 kwargs = {**kwargs, "where": _unwrap(kwargs["where"])}
@@ -174,6 +175,7 @@ class Elementwise(Backend):
             casting=kwargs.get("casting", "same_kind"),
             dtype=kwargs.get("dtype"),
             errstate=_fperr.current(),
+            loop=loop,
         )
 
     def ufunc_call(
@@ -185,9 +187,12 @@ class Elementwise(Backend):
         casting: str = "same_kind",
         dtype: Any = None,
         errstate: _fperr.ErrState | None = None,
+        loop: tuple[numpy.dtype, ...] | None = None,
     ) -> Any:
         """``ufunc(*inputs, out=, where=, casting=, dtype=)`` with NumPy's result dtypes; with
-        ``errstate`` (a user's call), its floating-point errors are reported as that state asks."""
+        ``errstate`` (a user's call), its floating-point errors are reported as that state asks.
+        ``loop``: the loop dtypes the core resolved for a user's call (else resolved here, with the
+        exact comparison of out-of-range Python ints the backend's own callers need)."""
         if len(inputs) != ufunc.nin:
             raise TypeError(f"{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
         outs = (
@@ -200,10 +205,11 @@ class Elementwise(Backend):
         kinds = []
         for x in inputs:
             kinds.append("array" if isinstance(x, CLArray) else "scalar")
-        types = tuple(_weak_type(x) for x in inputs)
-        loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
-        if ufunc in _ops.COMPARISONS:
-            loop, types = _comparison_loop(ufunc, inputs, loop, types)
+        if loop is None:
+            types = tuple(_weak_type(x) for x in inputs)
+            loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
+            if ufunc in _ops.COMPARISONS:
+                loop, types = _comparison_loop(ufunc, inputs, loop, types)
         for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
             if type(x) is int:
                 _scalar_value(x, dt)

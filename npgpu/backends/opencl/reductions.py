@@ -30,33 +30,16 @@ def _reduction_errors(op: str, acc: numpy.dtype) -> tuple[_fperr.Launch | None, 
 
 
 # kind -> (combining op, value NaNs are replaced by (nan-variants) or None)
+#: reduction name -> (the kernel's combining ufunc, what NaN becomes first or None): NumPy's own
+#: reductions as the core's table has them (npgpu/_ops.py, REDUCTIONS), and the NaN-skipping ones,
+#: which this backend computes as those with NaN replaced (nansum: add over NaN -> 0) or with
+#: fmax/fmin (which skip NaN).
 _REDUCTION_KINDS: dict[str, tuple[str, Any]] = {
-    "sum": ("add", None),
-    "prod": ("multiply", None),
-    "max": ("maximum", None),
-    "min": ("minimum", None),
-    "any": ("logical_or", None),
-    "all": ("logical_and", None),
+    **{f.__name__: (r.ufunc.__name__, None) for f, r in _ops.REDUCTIONS.items() if not r.divides},
     "nansum": ("add", 0),
     "nanprod": ("multiply", 1),
     "nanmax": ("fmax", None),
     "nanmin": ("fmin", None),
-}
-_NUMPY_REDUCTIONS: dict[str, Callable[..., Any]] = {
-    "sum": numpy.sum,
-    "prod": numpy.prod,
-    "max": numpy.max,
-    "min": numpy.min,
-    "any": numpy.any,
-    "all": numpy.all,
-    "nansum": numpy.nansum,
-    "nanprod": numpy.nanprod,
-    "nanmax": numpy.nanmax,
-    "nanmin": numpy.nanmin,
-    "mean": numpy.mean,
-    "var": numpy.var,
-    "cumsum": numpy.cumsum,
-    "cumprod": numpy.cumprod,
 }
 _dtype_cache: dict[Any, numpy.dtype] = {}
 
@@ -67,7 +50,7 @@ def _result_dtype(kind: str, dt: numpy.dtype, dtype: Any) -> numpy.dtype:
     res = _dtype_cache.get(key)
     if res is None:
         kw = {} if dtype is None or kind in ("max", "min", "nanmax", "nanmin", "any", "all") else {"dtype": dtype}
-        res = numpy.asarray(_NUMPY_REDUCTIONS[kind](numpy.ones(1, dt), **kw)).dtype
+        res = numpy.asarray(getattr(numpy, kind)(numpy.ones(1, dt), **kw)).dtype  # (NumPy's function of that name)
         if kind in ("any", "all"):
             res = numpy.dtype(bool)
         _dtype_cache[key] = res
