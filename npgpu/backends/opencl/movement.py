@@ -6,17 +6,26 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy
+from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
+from ... import _fperr
 from ..base import Backend
 from .array import CLArray, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
 
 _NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
+
+
+def _along(a: CLArray, axis: int, start: int, stop: int) -> CLArray:
+    """The view ``a[..., start:stop, ...]`` on ``axis`` (0 <= start <= stop <= a.shape[axis])."""
+    shape = a.shape[:axis] + (stop - start,) + a.shape[axis + 1:]
+    return a.view(shape, a.strides, a.offset + start * a.strides[axis])
 
 
 def _numpy_keywords(func: Callable[..., Any]) -> frozenset[str]:
@@ -109,6 +118,49 @@ class Movement(Backend):
         if a.c_contiguous and dtype == a.dtype:
             return a
         return self.copy(a, dtype)
+
+    @implements(numpy.roll, kwargs=("shift", "axis"), complex_values=True)
+    def roll(self, a: CLArray, shift: Any, axis: Any = None) -> CLArray:
+        """NumPy's roll: each axis's two pieces copied into place in a new array (no host trip)."""
+        if axis is None:
+            return self.reshape(self.roll(self.ravel(a), shift, 0), a.shape)
+        # (NumPy's reading of shift and axis: broadcast together, shifts summed per axis, int(shift))
+        pairs = numpy.broadcast(shift, normalize_axis_tuple(axis, a.ndim, allow_duplicate=True))
+        if pairs.ndim > 1:
+            raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+        moves = dict.fromkeys(range(a.ndim), 0)
+        for sh, ax in pairs:
+            moves[ax] += int(sh)
+        result = a
+        for ax, total in moves.items():
+            n = a.shape[ax]
+            k = total % n if n else 0
+            if not k:
+                continue
+            rolled = self.empty(result.shape, result.dtype)
+            self.copy_into(_along(rolled, ax, k, n), _along(result, ax, 0, n - k))
+            self.copy_into(_along(rolled, ax, 0, k), _along(result, ax, n - k, n))
+            result = rolled
+        return self.copy(result) if result is a else result
+
+    @implements(numpy.diff, kwargs=("n", "axis"))
+    def diff(self, a: CLArray, n: int = 1, axis: int = -1) -> CLArray:
+        """NumPy's diff: ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for bool), ``n`` times, with its
+        floating-point errors reported as subtract's."""
+        n = operator.index(n)
+        if n == 0:
+            return a
+        if n < 0:
+            raise ValueError(f"order must be non-negative but got {n!r}")
+        if a.ndim == 0:
+            raise ValueError("diff requires input that is at least one dimensional")
+        ax = _norm_axes(axis, a.ndim)[0]
+        op = numpy.not_equal if a.dtype == numpy.bool_ else numpy.subtract
+        for _ in range(n):
+            m = a.shape[ax]
+            a = self.ufunc_call(op, (_along(a, ax, min(1, m), m), _along(a, ax, 0, max(m - 1, 0))),
+                                errstate=_fperr.current())
+        return a
 
     @implements(numpy.concatenate, kwargs=("axis", "out", "dtype", "casting"), complex_values=True)
     def concatenate(
