@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy
 
+from ... import _fperr
 from ...kernels import codegen
 from ..base import Backend
 from .array import CLArray, _broadcast_strides, _collapse
@@ -50,6 +51,15 @@ __kernel void npg_matmul(__global const {t}* A, long ao, long ab, long a0, long 
 
 class Linalg(Backend):
     """matmul, dot and tensordot through one tiled kernel."""
+
+    @implements(numpy.outer, kwargs=("out",))
+    def outer(self, a: CLArray, b: CLArray, out: CLArray | None = None) -> CLArray:
+        """NumPy's outer: ravel(a)[:, None] * ravel(b)[None, :] (one elementwise kernel)."""
+        a, b = (x if isinstance(x, CLArray) else self.from_host(numpy.asarray(x)) for x in (a, b))
+        column = self.reshape(self.ravel(a), (a.size, 1))
+        row = self.reshape(self.ravel(b), (1, b.size))
+        return self.ufunc_call(numpy.multiply, (column, row), out=None if out is None else (out,),
+                               errstate=_fperr.current())
 
     @implements(numpy.matmul, kwargs=("out",))
     def matmul(self, a: CLArray, b: CLArray, out: Any = None, **kwargs: Any) -> Any:

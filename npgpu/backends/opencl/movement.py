@@ -162,6 +162,51 @@ class Movement(Backend):
                                 errstate=_fperr.current())
         return a
 
+    @implements(numpy.tril, kwargs=("k",))
+    def tril(self, m: CLArray, k: int = 0) -> CLArray:
+        """NumPy's tril: where(tri(rows, cols, k), m, 0), the mask made on the device."""
+        return self.where(self._tri_mask(m, operator.index(k)), m, m.dtype.type(0))
+
+    @implements(numpy.triu, kwargs=("k",))
+    def triu(self, m: CLArray, k: int = 0) -> CLArray:
+        """NumPy's triu: where(tri(rows, cols, k - 1), 0, m)."""
+        return self.where(self._tri_mask(m, operator.index(k) - 1), m.dtype.type(0), m)
+
+    def _tri_mask(self, m: CLArray, k: int) -> CLArray:
+        """tri(N, M, k, dtype=bool) of m's last two axes (a 1-d m is N = M = its length, as NumPy's
+        tril of a 1-d array broadcasts it): j - i <= k, from two device iotas."""
+        rows, cols = m.shape[-2:] if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
+        i = self.reshape(self.arange(rows, dtype=numpy.int64), (rows, 1))
+        j = self.reshape(self.arange(cols, dtype=numpy.int64), (1, cols))
+        return self.ufunc_call(numpy.less_equal, (self.ufunc_call(numpy.subtract, (j, i)), k))
+
+    @implements(numpy.vstack, kwargs=("dtype", "casting"), complex_values=True)
+    def vstack(self, tup: Any, dtype: Any = None, casting: str = "same_kind") -> CLArray:
+        return self.concatenate([self._at_least(a, 2) for a in tup], axis=0, dtype=dtype, casting=casting)
+
+    @implements(numpy.hstack, kwargs=("dtype", "casting"), complex_values=True)
+    def hstack(self, tup: Any, dtype: Any = None, casting: str = "same_kind") -> CLArray:
+        arrays = [self._at_least(a, 1) for a in tup]
+        axis = 0 if arrays and arrays[0].ndim == 1 else 1
+        return self.concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
+
+    @implements(numpy.dstack, kwargs=(), complex_values=True)
+    def dstack(self, tup: Any) -> CLArray:
+        return self.concatenate([self._at_least(a, 3) for a in tup], axis=2)
+
+    @implements(numpy.column_stack, kwargs=(), complex_values=True)
+    def column_stack(self, tup: Any) -> CLArray:
+        arrays = [self.reshape(a, (a.size, 1)) if a.ndim < 2 else a for a in tup]
+        return self.concatenate(arrays, axis=1)
+
+    def _at_least(self, a: CLArray, ndim: int) -> CLArray:
+        """numpy.atleast_1d/2d/3d of ``a``, a view ((n,) -> (1, n) -> (1, n, 1)): NumPy's shape,
+        worked out on zero-byte stand-ins."""
+        if a.ndim >= ndim:
+            return a
+        shape = (numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d)[ndim - 1](numpy.empty(a.shape, _NO_BYTES)).shape
+        return self.reshape(a, shape)
+
     @implements(numpy.concatenate, kwargs=("axis", "out", "dtype", "casting"), complex_values=True)
     def concatenate(
         self, arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"

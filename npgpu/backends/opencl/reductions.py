@@ -524,6 +524,30 @@ def _cum(kind: str) -> Callable[..., Any]:
 
 
 
+@implements(numpy.count_nonzero, kwargs=("axis", "keepdims"))
+def _count_nonzero(self: Reductions, a: CLArray, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """NumPy's count_nonzero: a sum of a != 0 as intp (the core makes a whole-array count NumPy's scalar)."""
+    nonzero = self.ufunc_call(numpy.not_equal, (a, a.dtype.type(0)))
+    return self.reduction("sum", nonzero, axis=axis, dtype=numpy.intp, keepdims=keepdims)
+
+
+@implements(numpy.ptp, kwargs=("axis", "out", "keepdims"))
+def _ptp(self: Reductions, a: CLArray, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's ptp: max - min over ``axis`` (subtract's wraparound for integers, as NumPy's)."""
+    high = self.reduction("max", a, axis=axis, keepdims=keepdims)
+    low = self.reduction("min", a, axis=axis, keepdims=keepdims)
+    return self.ufunc_call(numpy.subtract, (high, low), out=None if out is None else (out,),
+                           errstate=_fperr.current())
+
+
+@implements(numpy.trace, kwargs=("offset", "axis1", "axis2", "dtype", "out"))
+def _trace(self: Reductions, a: CLArray, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+           out: Any = None) -> Any:
+    """NumPy's trace: the sum of the diagonal view over its last axis."""
+    diagonal = self.numpy_view(numpy.diagonal, a, offset, axis1, axis2)
+    return self.reduction("sum", diagonal, axis=-1, dtype=dtype, out=out)
+
+
 implements(numpy.sum)(_red("sum"))
 implements(numpy.prod)(_red("prod"))
 implements(numpy.nansum)(_red("nansum"))
