@@ -75,3 +75,10 @@ def test_opencl_runs_them_on_the_device():
             numpy.testing.assert_array_equal(numpy.asarray(got), want)
         totals = npgpu.report().as_dict()["totals"]
         assert totals["fallback"] == 0 and totals["device"] >= len(results)
+
+
+@differential()
+def test_stacking_device_arrays_with_host_data_is_numpys(xp):
+    a = _values(xp, (2, 3), "float64")
+    return (xp.vstack([a, [1.0, 2.0, 3.0]]), xp.hstack([a, numpy.ones((2, 1))]), xp.column_stack([a[0], (4, 5, 6)]),
+            xp.dstack([a, 7.0 * numpy.ones((2, 3))]))

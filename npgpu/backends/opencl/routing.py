@@ -66,6 +66,9 @@ def _target_dtype(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     return value
 
 
+#: functions whose first argument is a sequence of arrays
+_SEQUENCE_FIRST = frozenset({numpy.concatenate, numpy.stack, numpy.vstack, numpy.hstack, numpy.dstack,
+                             numpy.column_stack})
 _NEEDS_FLOAT = frozenset({numpy.nanmax, numpy.nanmin, numpy.nanmean})
 
 
@@ -101,8 +104,8 @@ def supports_function(
         dtypes = ()
     elif func is numpy.imag:
         return False  # the imaginary part of a real array: NumPy's read-only zeros
-    if func in (numpy.concatenate, numpy.stack):
-        arrays = args[0] if args else kwargs.get("arrays")
+    if func in _SEQUENCE_FIRST:
+        arrays = args[0] if args else kwargs.get("arrays", kwargs.get("tup"))
         if not isinstance(arrays, (list, tuple)) or not all(map(_array_operand, arrays)):
             return False  # an array as the sequence (NumPy splits it into rows), or numbers among the arrays
     elif func in VIEW_FUNCTIONS and not (args and _native_or_device(args[0])):
