@@ -313,30 +313,42 @@ def test_a_staging_workers_error_is_raised_once_every_worker_stopped():
 def test_an_interrupt_while_uploads_are_staged_waits_for_the_workers():
     import gc
 
-    workers = _StagingWorkers(4)
-    finished: list[int] = []
-    sent = threading.Event()
+    def attempt() -> list[int] | None:
+        """The groups finished when run() raised the interrupt, or None if it never reached run()."""
+        workers = _StagingWorkers(4)
+        finished: list[int] = []
+        sent = threading.Event()
 
-    def work(group, progress):
-        if group[0][0] == 0:  # (the interrupt comes while every group is being staged)
-            _thread.interrupt_main()
-            sent.set()
-        time.sleep(0.3)
-        finished.append(group[0][0])
+        def work(group, progress):
+            if group[0][0] == 0:  # (the interrupt comes while every group is being staged)
+                _thread.interrupt_main()
+                sent.set()
+            time.sleep(0.3)
+            finished.append(group[0][0])
 
-    # (no collection meanwhile: an interrupt landing in a finalizer run by the collector is
-    # swallowed there, as Python does with any exception of a finalizer, and never reaches run())
+        try:
+            workers.run(work, _chunks(4), "an upload", None)
+            _until(sent)
+        except KeyboardInterrupt:
+            return sorted(finished)
+        return None
+
+    # An interrupt that lands in code Python runs on the side (a finalizer, a callback of C code)
+    # is swallowed there, never reaching run(); on a loaded machine that happened (CI): such an
+    # attempt says nothing about run() and is repeated. The collector is off meanwhile.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            workers.run(work, _chunks(4), "an upload", None)
-            _until(sent)  # (never reached when the interrupt landed in run(), as it should)
+        outcomes = []
+        for _ in range(5):
+            outcomes.append(attempt())
+            if outcomes[-1] is not None:
+                break
     finally:
         if enabled:
             gc.enable()
-    assert sent.is_set()
-    assert sorted(finished) == [0, 100, 200, 300]  # none was still writing when the interrupt went on
+    assert outcomes[-1] is not None, "the interrupt never reached run() in 5 attempts"
+    assert outcomes[-1] == [0, 100, 200, 300]  # none was still writing when the interrupt went on
 
 
 # -- CuPy (the GPU machine) ----------------------------------------------------------------------------
