@@ -320,6 +320,43 @@ class Elementwise(Backend):
         )
         return out
 
+    @implements(numpy.nan_to_num, kwargs=("copy", "nan", "posinf", "neginf"),
+                accepts=lambda args, kwargs: (args[1] if len(args) > 1 else kwargs.get("copy", True)) is True
+                and all(isinstance(v, (int, float, type(None))) and not isinstance(v, bool)
+                        for v in (*args[2:], kwargs.get("nan", 0.0), kwargs.get("posinf"), kwargs.get("neginf"))))
+    def nan_to_num(self, x: CLArray, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> CLArray:
+        """NumPy's nan_to_num (a new array): NaN -> ``nan``, +inf -> ``posinf`` (default the dtype's
+        largest), -inf -> ``neginf`` (its most negative); other dtypes are copied."""
+        if x.dtype.kind != "f":
+            return self.copy(x)
+        info = numpy.finfo(x.dtype)
+        scalar = x.dtype.type
+        with numpy.errstate(over="ignore"):  # (NumPy's copyto casts the replacements unsafely, silently)
+            nan_value, high, low = (scalar(nan), scalar(info.max if posinf is None else posinf),
+                                    scalar(info.min if neginf is None else neginf))
+        inf = self.ufunc_call(numpy.isinf, (x,))
+        result = self.where(self.ufunc_call(numpy.isnan, (x,)), nan_value, x)
+        result = self.where(self.ufunc_call(numpy.logical_and, (inf, self.ufunc_call(numpy.greater, (x, 0)))),
+                            high, result)
+        return self.where(self.ufunc_call(numpy.logical_and, (inf, self.ufunc_call(numpy.less, (x, 0)))), low, result)
+
+    @implements(numpy.round, numpy.around, kwargs=("decimals",),
+                accepts=lambda args, kwargs: _round_accepts(args, kwargs))
+    def around(self, a: CLArray, decimals: int = 0) -> CLArray:
+        """NumPy's round (PyArray_Round): rint for decimals 0; else a times 10**decimals, rint, and
+        divided back (divided, rint, multiplied for negative decimals); integers are copied."""
+        if a.dtype.kind != "f":
+            return self.copy(a)
+        errstate = _fperr.current()
+        if decimals == 0:
+            return self.ufunc_call(numpy.rint, (a,), errstate=errstate)
+        first, second = (numpy.multiply, numpy.true_divide) if decimals > 0 else (numpy.true_divide, numpy.multiply)
+        factor = 10.0 ** abs(decimals)
+        scaled = self.ufunc_call(first, (a, factor), errstate=errstate)
+        rounded = self.ufunc_call(numpy.rint, (scaled,), errstate=errstate)
+        return self.ufunc_call(second, (rounded, factor), errstate=errstate)
+
     @implements(numpy.clip, kwargs=("a_min", "a_max", "out", "min", "max"))
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
         if a.dtype.kind in "iu":  # NumPy's clip drops Python-int bounds beyond the dtype (NEP 50, no error)
@@ -335,3 +372,10 @@ class Elementwise(Backend):
         if a_max is None:
             return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
         return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)
+
+
+def _round_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """round/around here: an int ``decimals``, of a float array, or of an integer one with decimals >= 0."""
+    decimals = args[1] if len(args) > 1 else kwargs.get("decimals", 0)
+    kind = getattr(getattr(args[0], "dtype", None), "kind", None) if args else None
+    return type(decimals) is int and (kind == "f" or (kind in ("i", "u", "b") and decimals >= 0))

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import _fperr
 from ..base import Backend
-from .array import CLArray, _norm_axes, _part
+from .array import CLArray, _native_or_device, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
 
 _NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
@@ -206,6 +206,38 @@ class Movement(Backend):
             return a
         shape = (numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d)[ndim - 1](numpy.empty(a.shape, _NO_BYTES)).shape
         return self.reshape(a, shape)
+
+    @implements(numpy.rot90, kwargs=("k", "axes"), complex_values=True)
+    def rot90(self, m: CLArray, k: int = 1, axes: Any = (0, 1)) -> CLArray:
+        """NumPy's rot90: flips and a transpose, all views (as NumPy's), with its errors."""
+        axes = tuple(axes)
+        if len(axes) != 2:
+            raise ValueError("len(axes) must be 2.")
+        if axes[0] == axes[1] or abs(axes[0] - axes[1]) == m.ndim:
+            raise ValueError("Axes must be different.")
+        if axes[0] >= m.ndim or axes[0] < -m.ndim or axes[1] >= m.ndim or axes[1] < -m.ndim:
+            raise ValueError(f"Axes={axes} out of range for array of ndim={m.ndim}.")
+        k = operator.index(k) % 4
+        if k == 0:
+            return m.view(m.shape, m.strides, m.offset)
+        if k == 2:
+            return self.numpy_view(numpy.flip, self.numpy_view(numpy.flip, m, axes[0]), axes[1])
+        order = list(range(m.ndim))
+        order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+        if k == 1:
+            return self.transpose(self.numpy_view(numpy.flip, m, axes[1]), order)
+        return self.numpy_view(numpy.flip, self.transpose(m, order), axes[1])
+
+    @implements(numpy.append, kwargs=("axis",), complex_values=True,
+                accepts=lambda args, kwargs: len(args) > 1 and _native_or_device(args[1]))
+    def append(self, arr: CLArray, values: CLArray, axis: Any = None) -> CLArray:
+        """NumPy's append: a concatenate (of the two flattened arrays when ``axis`` is None)."""
+        if axis is None:
+            if arr.ndim != 1:
+                arr = self.ravel(arr)
+            values = self.ravel(values)
+            axis = arr.ndim - 1
+        return self.concatenate([arr, values], axis=axis)
 
     @implements(numpy.concatenate, kwargs=("axis", "out", "dtype", "casting"), complex_values=True)
     def concatenate(

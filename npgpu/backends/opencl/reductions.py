@@ -13,7 +13,7 @@ from ... import _fperr, _ops
 from ...kernels import codegen, ir
 from ...kernels import ufuncs as _table
 from ..base import Backend
-from .array import CLArray, _broadcast_strides, _collapse, _norm_axes, _span
+from .array import CLArray, _broadcast_strides, _collapse, _native_or_device, _norm_axes, _span
 from .launch import _scalar_value
 from .routing import implements
 
@@ -529,6 +529,23 @@ def _count_nonzero(self: Reductions, a: CLArray, axis: Any = None, *, keepdims: 
     """NumPy's count_nonzero: a sum of a != 0 as intp (the core makes a whole-array count NumPy's scalar)."""
     nonzero = self.ufunc_call(numpy.not_equal, (a, a.dtype.type(0)))
     return self.reduction("sum", nonzero, axis=axis, dtype=numpy.intp, keepdims=keepdims)
+
+
+@implements(numpy.array_equal, kwargs=("equal_nan",),
+            accepts=lambda args, kwargs: len(args) > 1 and _native_or_device(args[1]))
+def _array_equal(self: Reductions, a1: CLArray, a2: CLArray, equal_nan: bool = False) -> bool:
+    """NumPy's array_equal (a Python bool): the same shape and every element equal (NaN to NaN
+    with ``equal_nan``)."""
+    if a1.shape != a2.shape:
+        return False
+    if not a1.size:
+        return True
+    same = self.ufunc_call(numpy.equal, (a1, a2))
+    if equal_nan and (a1.dtype.kind == "f" or a2.dtype.kind == "f"):
+        both_nan = self.ufunc_call(numpy.logical_and, (self.ufunc_call(numpy.isnan, (a1,)),
+                                                       self.ufunc_call(numpy.isnan, (a2,))))
+        same = self.ufunc_call(numpy.logical_or, (same, both_nan))
+    return bool(self.to_host(self.reduction("all", same)))
 
 
 @implements(numpy.ptp, kwargs=("axis", "out", "keepdims"))

@@ -20,14 +20,19 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 ALLOWED_KWARGS: dict[Callable[..., Any], frozenset[str]] = {}
 #: what complex arrays can do here: be made, copied, converted to and viewed (compute goes to NumPy)
 COMPLEX_FUNCTIONS: set[Callable[..., Any]] = set()
+#: function -> a predicate of (args, kwargs): the calls its implementation here takes (others: NumPy)
+ACCEPTS: dict[Callable[..., Any], Callable[[tuple[Any, ...], dict[str, Any]], bool]] = {}
 
 
 def implements(*funcs: Callable[..., Any], kwargs: Iterable[str] | None = None,
-               complex_values: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+               complex_values: bool = False,
+               accepts: Callable[[tuple[Any, ...], dict[str, Any]], bool] | None = None,
+               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as this backend's implementation of each of ``funcs``.
 
     ``kwargs``: the keywords it accepts (default: its parameters after the backend's);
-    ``complex_values``: whether it also moves complex arrays (which are stored, not computed on).
+    ``complex_values``: whether it also moves complex arrays (which are stored, not computed on);
+    ``accepts``: which calls it takes, from their arguments (the others run in NumPy).
     """
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         code = impl.__code__
@@ -37,6 +42,8 @@ def implements(*funcs: Callable[..., Any], kwargs: Iterable[str] | None = None,
             ALLOWED_KWARGS[func] = accepted
             if complex_values:
                 COMPLEX_FUNCTIONS.add(func)
+            if accepts is not None:
+                ACCEPTS[func] = accepts
         return impl
 
     return register
@@ -82,6 +89,8 @@ def supports_function(
     if func not in FUNCTIONS or not self.supports_dtypes(dtypes):
         return False
     if set(kwargs) - ALLOWED_KWARGS[func]:
+        return False
+    if func in ACCEPTS and not ACCEPTS[func](args, kwargs):
         return False
     target = _target_dtype(func, args, kwargs)
     if target is False or (target is not None and not self.supports_dtypes((target,))):
