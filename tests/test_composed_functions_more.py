@@ -41,6 +41,13 @@ def test_nan_to_num_is_numpys(xp, dtype):
             xp.nan_to_num(a, copy=False) if dtype == "int16" else xp.nan_to_num(a, True, 5.0))
 
 
+@differential()
+def test_nan_to_num_warns_of_a_replacement_too_large_for_the_dtype(xp):
+    a = xp.asarray(SPECIAL.astype("float32"))
+    with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+        return xp.nan_to_num(a, posinf=1e300)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8"])
 @pytest.mark.parametrize("decimals", [0, 1, 2, 3, -1, -2])
 @differential(rtol=0.0)

@@ -213,6 +213,12 @@ class ArrayModuleBackend(Backend):
             return getattr(xp, name)(a.reshape(a.shape + (1,) * b.ndim), b)
         raise AssertionError(f"unrouted ufunc method {method}")  # supports_ufunc said no
 
+    def _eager_graph(self, key: Any, build: Callable[[], Any]) -> Any:
+        """The one-node graph of an eager call or cast, built once (a few hundred at most: ufuncs x
+        loops x operand kinds x checks; dict reads and setdefault are atomic, so threads share it)."""
+        graph = self._eager_graphs.get(key)
+        return graph if graph is not None else self._eager_graphs.setdefault(key, build())
+
     def _own_ufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any],
                    report: bool = True, loop: tuple[numpy.dtype, ...] | None = None) -> Any:
         """An eager call of a real-valued ufunc run by npgpu's own one-node kernel (the fused
@@ -263,10 +269,8 @@ class ArrayModuleBackend(Backend):
         if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
             return None
         key = (ufunc, loop, tuple(kinds), operand_dtypes, check)
-        graph = self._eager_graphs.get(key)
-        if graph is None:  # (a few hundred at most: ufuncs x loops x operand kinds x checks)
-            graph = self._eager_graphs.setdefault(key, ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes,
-                                                                     (loop[-1],), check))
+        graph = self._eager_graph(key, lambda: ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, (loop[-1],),
+                                                              check))
         arrays = [x for x, kind in zip(inputs, kinds) if kind == "array"]
         launch = _fperr.call_launch(graph, state) if graph.error_nodes else None
         result = self.run_fused(graph, arrays, scalars, shape, out=target, errors=launch)
@@ -326,13 +330,11 @@ class ArrayModuleBackend(Backend):
                             f"according to the rule {casting!r}")
         target = numpy.dtype(dtype)
         if (a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype)
-                and _table.is_supported_dtype(target) and (order in "CA" and order != "A" or a.flags.c_contiguous)):
+                and _table.is_supported_dtype(target)
+                and (order == "C" or (order in ("K", "A") and a.flags.c_contiguous))):  # (its result is C-ordered)
             # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
             # C conversion does: the cast kernel of npgpu's code generator follows NumPy's
-            key = ("astype", a.dtype, target)
-            graph = self._eager_graphs.get(key)
-            if graph is None:
-                graph = self._eager_graphs.setdefault(key, ir.cast_graph(a.dtype, target))
+            graph = self._eager_graph(("astype", a.dtype, target), lambda: ir.cast_graph(a.dtype, target))
             return self.run_fused(graph, [a], [], a.shape)
         return a.astype(dtype, order=order, copy=copy)
 

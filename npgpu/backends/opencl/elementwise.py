@@ -332,9 +332,9 @@ class Elementwise(Backend):
             return self.copy(x)
         info = numpy.finfo(x.dtype)
         scalar = x.dtype.type
-        with numpy.errstate(over="ignore"):  # (NumPy's copyto casts the replacements unsafely, silently)
-            nan_value, high, low = (scalar(nan), scalar(info.max if posinf is None else posinf),
-                                    scalar(info.min if neginf is None else neginf))
+        # (a replacement too large for the dtype warns "overflow encountered in cast", as NumPy's copyto does)
+        nan_value, high, low = (scalar(nan), scalar(info.max if posinf is None else posinf),
+                                scalar(info.min if neginf is None else neginf))
         inf = self.ufunc_call(numpy.isinf, (x,))
         result = self.where(self.ufunc_call(numpy.isnan, (x,)), nan_value, x)
         result = self.where(self.ufunc_call(numpy.logical_and, (inf, self.ufunc_call(numpy.greater, (x, 0)))),
