@@ -268,3 +268,13 @@ def test_a_float_index_is_an_index_error_before_a_float_slice_is_a_type_error(xp
     with pytest.raises(IndexError):
         a[1.0]
     return a[1]
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@differential()
+def test_float_to_integer_casts_wrap_in_every_memory_order(xp, order):
+    values = numpy.array([[130.0, 300.0, -200.0], [65536.7, -32769.5, 2.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        a, f = xp.asarray(values), xp.asarray(numpy.asfortranarray(values))
+        return a.astype("int8", order=order), f.astype("int8", order=order), a.T.astype("uint8", order=order)

@@ -329,13 +329,16 @@ class ArrayModuleBackend(Backend):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
                             f"according to the rule {casting!r}")
         target = numpy.dtype(dtype)
-        if (a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype)
-                and _table.is_supported_dtype(target)
-                and (order == "C" or (order in ("K", "A") and a.flags.c_contiguous))):  # (its result is C-ordered)
+        if a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype) and \
+                _table.is_supported_dtype(target):
             # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
-            # C conversion does: the cast kernel of npgpu's code generator follows NumPy's
+            # C conversion does: the cast kernel of npgpu's code generator follows NumPy's. Its result
+            # is C-ordered: an F-ordered one is the cast of the transpose, transposed back.
             graph = self._eager_graph(("astype", a.dtype, target), lambda: ir.cast_graph(a.dtype, target))
-            return self.run_fused(graph, [a], [], a.shape)
+            fortran = order == "F" or (order in ("K", "A") and a.flags.f_contiguous and not a.flags.c_contiguous)
+            source = a.T if fortran else a
+            result = self.run_fused(graph, [source], [], source.shape)
+            return result.T if fortran else result
         return a.astype(dtype, order=order, copy=copy)
 
     @staticmethod
