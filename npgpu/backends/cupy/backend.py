@@ -158,9 +158,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                     target[...] = exact  # (a ** n into a: the product is computed first, then stored)
                     return target
         if method == "__call__":
-            # (the core's loop is not forwarded here yet: _own_ufunc resolves it again, as it did in
-            # the last GPU run; the emulated backend forwards it)
-            own = self._own_ufunc(ufunc, inputs, kwargs)
+            own = self._own_ufunc(ufunc, inputs, kwargs, loop=loop)  # (the core's loop: NumPy's)
             if own is not None:
                 return own
             if ufunc is numpy.divmod and not kwargs:
@@ -411,16 +409,21 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
-        if op not in self._REDUCE or not inputs:
+        acc_dtype = graph.out_dtypes[0]
+        if op not in self.FUSED_REDUCTIONS or not inputs or \
+                not _table.supports_loop(codegen.REDUCE_UFUNCS[op], (acc_dtype,) * 3):
             return None
         cp = self.xp
-        reduce_expr, _ = self._REDUCE[op]
-        # (the identity from the one table: -0.0 for a float sum, which keeps negative zeros' sign)
-        identity = _table.identity_literal(op, graph.out_dtypes[0])
+        # (the combine and the identity from the one table: -0.0 for a float sum, which keeps
+        # negative zeros' sign)
+        reduce_expr, combine_helpers = _table.render(codegen.REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["a", "b"], 0,
+                                                     "cuda")
+        identity = _table.identity_literal(op, acc_dtype)
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph, reduce_check)
-            acc = graph.out_dtypes[0].name
+            preamble = "\n".join([preamble, *(h for h in combine_helpers.values() if h not in preamble)])
+            acc = acc_dtype.name
             post = "y = npg_reduced(a, (unsigned char*)npg_errp, npg_err_off)" if reduce_check else "y = a"
             return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, post, identity,
                                       "npg_fused_reduce", preamble=preamble, options=self.NVRTC_OPTIONS)

@@ -190,7 +190,9 @@ class Kernels:
     NVRTC_OPTIONS = ("--fmad=false",)
 
     # -- fusion: generated CUDA from the shared IR, launched by CuPy's kernel machinery ----------
-    _REDUCE = {"add": ("a + b", None), "multiply": ("a * b", None)}  # (identities: ufuncs.identity_literal)
+    #: the reductions a fused expression feeds straight into CuPy's ReductionKernel (their combine
+    #: and identity come from the ufunc table; the others reduce the materialized expression)
+    FUSED_REDUCTIONS = frozenset({"add", "multiply"})
 
     def _fused_function(self, graph: Any, reduce_check: int = 0) -> tuple[str, str, str]:
         """(preamble defining npg_fused, its argument list, its C++ parameter spec for CuPy).
