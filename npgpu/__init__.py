@@ -14,6 +14,7 @@ import numpy as _numpy
 from . import _array, _callsite, _config, _dispatch, _fperr, _hooks, _namespace, _native, _ops, _random, _transfer
 from ._array import DeviceArray
 from ._config import current_backend, disable, enable
+from ._dispatch import report
 from ._errors import (
     BackendUnavailableError,
     DeviceLostError,
@@ -25,7 +26,7 @@ from ._errors import (
     StagingTimeoutError,
 )
 from ._explain import explain
-from ._report import Report, report
+from ._report import Report
 from .backends import _instances as _backends
 from .backends import get_backend as _get_backend
 from .lazy import materialize as _materialize

@@ -613,3 +613,11 @@ def _ufunc_reason(uf: numpy.ufunc, method: str, dtypes: tuple[Any, ...], options
 
 
 __all__ = ["function", "on_host", "place_constructed", "ufunc"]
+
+
+def report(reset: bool = False) -> _report.Report:
+    """What ran where since the last reset: per function, per call site, bytes moved, fusion, and
+    the placement rule in force (``npgpu.report()``)."""
+    snapshot = _report.report(reset)
+    snapshot.placement = _placement.describe(_config.current())
+    return snapshot

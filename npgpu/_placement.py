@@ -1,13 +1,16 @@
 """Host or device? Work on host inputs moves to the device only where it pays.
 
-Below a size threshold (bytes, measured per backend, overridable with enable(threshold=...))
-it stays in NumPy; device inputs always stay on the device. (How large a creation call's request
+Below a size threshold it stays in NumPy; device inputs always stay on the device. The threshold
+is the size from which a few operations on an array pay for its upload, computed from the
+device's costs measured at first use (npgpu/backends/costs.py: launch, device and host rates,
+link), capped by the backend's own figures; enable(threshold=...) overrides it. (How large a creation call's request
 is: npgpu/_ops.py, CREATIONS.)
 """
 
 from __future__ import annotations
 
 from ._config import State
+from .backends.costs import USES
 
 
 def threshold_bytes(state: State) -> int:
@@ -22,3 +25,24 @@ def upload_threshold_bytes(state: State) -> int:
     if state.threshold is not None:
         return state.threshold
     return 16 << 20 if state.backend is None else int(state.backend.upload_threshold_bytes)
+
+
+
+def describe(state: State) -> str:
+    """One line for the report: where host data moves to the device, and what decided it."""
+    backend = state.backend
+    if backend is None or backend.is_host:
+        return "placement: acceleration off: NumPy runs everything"
+    limit, create = upload_threshold_bytes(state), threshold_bytes(state)
+    if state.threshold is not None:
+        why = f"enable(threshold={state.threshold})"
+    elif backend.costs is not None:
+        c = backend.costs
+        why = (f"{USES} operations' break-even from costs measured at first use (launch "
+               f"{c.launch_s * 1e6:.0f} us, device {c.device_bytes_per_s / 1e9:.1f} GB/s, NumPy "
+               f"{c.host_bytes_per_s / 1e9:.1f} GB/s, upload {c.upload_s * 1e6:.0f} us + "
+               f"{c.upload_bytes_per_s / 1e9:.1f} GB/s), at most the backend's own figures")
+    else:
+        why = f"the {backend.name} backend's fixed figures"
+    return (f"placement ({backend.name}): host data moves to the device from {limit} bytes, arrays made "
+            f"from nothing are made there from {create} bytes: {why}")

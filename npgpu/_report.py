@@ -200,10 +200,13 @@ def _site(filename: str, line: int) -> str:
 class Report:
     """A snapshot of the counters; ``print()`` it for a table, ``.as_dict()`` for machines."""
 
-    def __init__(self, functions: dict[str, Counts], sites: dict[str, Counts], kernels: dict[str, float]) -> None:
+    def __init__(self, functions: dict[str, Counts], sites: dict[str, Counts], kernels: dict[str, float],
+                 placement: str | None = None) -> None:
         self.functions = functions
         self.sites = sites
         self.kernels = kernels
+        #: where placement moves host data in the settings in force (npgpu/_placement.describe)
+        self.placement = placement
 
     def totals(self) -> Counts:
         total = Counts()
@@ -217,6 +220,7 @@ class Report:
             "call_sites": {k: asdict(v) for k, v in self.sites.items()},
             "kernels": dict(self.kernels),
             "totals": asdict(self.totals()),
+            "placement": self.placement,
         }
 
     @staticmethod
@@ -253,7 +257,7 @@ class Report:
     def __str__(self) -> str:
         if not self.functions:
             return ("npgpu report: nothing recorded (acceleration off, or no calls yet; ufuncs on NumPy arrays are "
-                    "NumPy's own calls and are not counted)")
+                    "NumPy's own calls and are not counted)") + (f"\n{self.placement}" if self.placement else "")
         lines = ["npgpu report: " + self.summary(), ""]
         lines += self._table("function", self.functions)
         lines += [""] + self._table("call site", self.sites)
@@ -262,6 +266,8 @@ class Report:
                   "before it"]
         if SMALL_CALLS_SITE in self.sites:
             lines.append(SMALL_CALLS_NOTE)
+        if self.placement:
+            lines.append(self.placement)
         if self.kernels:
             lines += ["", "kernels: " + ", ".join(f"{k}={v:g}" for k, v in sorted(self.kernels.items()))]
         return "\n".join(lines)

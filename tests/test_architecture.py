@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
      "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
     ("npgpu._native", "npgpu._fperr", "npgpu._report"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
-    ("npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends", "npgpu.backends.numpy_backend",
-     "npgpu.backends.emulated", "npgpu.backends.cupy",
+    ("npgpu.backends.costs", "npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends",
+     "npgpu.backends.numpy_backend", "npgpu.backends.emulated", "npgpu.backends.cupy",
      *(f"npgpu.backends.cupy.{m}" for m in ("array_module", "staging", "kernels", "backend")),
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",

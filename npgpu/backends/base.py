@@ -13,6 +13,9 @@ from typing import Any, ClassVar
 import numpy
 
 from .._ops import DTYPE_POSITION, dtype_argument  # noqa: F401  (the backends' names for them)
+from .costs import Costs
+from .costs import measure as measure_costs
+from .costs import thresholds as thresholds_from_costs
 
 
 def native_numeric(dtype: Any) -> bool:
@@ -45,6 +48,19 @@ class Backend:
     default_threshold_bytes: ClassVar[int] = 1 << 20
     #: Work on host inputs smaller than this (bytes) stays in NumPy: the upload would not pay.
     upload_threshold_bytes: ClassVar[int] = 16 << 20
+
+    #: Whether the placement thresholds come from this device's measured costs (``calibrate``);
+    #: the class figures above are then the ceilings the measured ones never exceed.
+    calibrated: ClassVar[bool] = False
+    #: The measured costs (backends/costs.py) once ``calibrate`` ran, else None.
+    costs: Costs | None = None
+
+    def calibrate(self) -> None:
+        """Measure this device's costs and set the placement thresholds from them (a few ms, once,
+        when the backend is first made: ``enable``)."""
+        self.costs = measure_costs(self)
+        self.default_threshold_bytes, self.upload_threshold_bytes = thresholds_from_costs(
+            self.costs, self.default_threshold_bytes, self.upload_threshold_bytes)
 
     #: Whether the backend's device is a GPU (``auto`` picks an OpenCL backend only then).
     @classmethod

@@ -104,6 +104,9 @@ def _thresholds(available: dict[str, Any]) -> dict[str, Any]:
         default = replace(state, backend=backend, threshold=None)
         found[f"{name} creation bytes"] = _placement.threshold_bytes(default)
         found[f"{name} upload bytes"] = _placement.upload_threshold_bytes(default)
+        if backend.costs is not None:  # (what the thresholds were computed from: backends/costs.py)
+            for key, value in backend.costs.as_dict().items():
+                found[f"{name} measured {key}"] = round(value, 2)
     return found
 
 

@@ -32,8 +32,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     # arrays already on the device costs ~45 us there against NumPy's ~120 us at 1e5 float64
     # elements, so arrays from 1 MiB are made on the device; an op on host inputs only beat
     # NumPy once the upload was amortized, between 1e6 and 1e7 elements (24-240 MB moved).
-    default_threshold_bytes = 1 << 20
+    default_threshold_bytes = 1 << 20  # (ceilings of the measured thresholds: calibrate)
     upload_threshold_bytes = 32 << 20
+    calibrated = True
     #: Arrays smaller than this move with one plain copy; the pinned pipeline pays above it.
     pinned_min_bytes = 4 << 20
 
@@ -60,6 +61,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             atexit.register(_finish_devices)
         _LIVE_CUPY.add(self)
         self._error_hosts: dict[int, Any] = {}  # flag buffer -> (pinned memory, its host array)
+        self.calibrate()
 
     #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
     kernel_cache_size = 256

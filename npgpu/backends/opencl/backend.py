@@ -53,9 +53,11 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
     name = "opencl"
     is_host = False
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = routing.FUNCTIONS
-    # GPUs: the base values (not measured here).  CPU devices (PoCL) set their own in __init__.
+    # Ceilings of the measured thresholds (calibrate): GPUs the base values; CPU devices (PoCL)
+    # set their own in __init__.
     default_threshold_bytes: int = 1 << 20
     upload_threshold_bytes: int = 16 << 20
+    calibrated = True
 
     def __init__(self, device: int | str | None = None, fp64: bool | None = None, local_size: int | None = None):
         import pyopencl as cl
@@ -120,6 +122,7 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         self.compile_seconds = 0.0
         self.kernels_built = 0
         _LIVE_BACKENDS.add(self)
+        self.calibrate()
 
     # -- NumPy's PCG64 (and, on GPUs, MT19937) doubles computed on the device (random_kernels.py) --
     @property

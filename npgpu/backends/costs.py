@@ -1,0 +1,126 @@
+"""What a device operation costs here, measured once per backend instance at first use.
+
+Placement (npgpu/_placement.py) decides from these figures where host data pays to move: the
+time of one elementwise operation on the host and on the device (a launch plus bytes at the
+device's rate), and the time of moving bytes over the link. They are measured with the backend's
+own upload and ufunc calls, the same paths a program takes, on a float64 ``add``: a memory-bound
+operation, the cheapest kind a program runs, so a size where it pays is one where most
+operations pay.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+
+#: elements of the arrays the rates are measured on (8 MiB of float64: past the caches of a
+#: CPU device's cores, small enough to measure in milliseconds)
+MEASURE_ELEMENTS = 1 << 20
+_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Measured costs of one backend's device, in seconds and bytes per second.
+
+    Rates count the bytes of an operation's result (an ``add`` of two 8 MiB arrays: 8 MiB).
+    ``upload_bytes_per_s`` is ``inf`` where an upload moves nothing (memory shared with the host).
+    """
+
+    launch_s: float  #: one small elementwise operation on device arrays, from the call to its end
+    device_bytes_per_s: float  #: the device's elementwise rate beyond the launch
+    host_bytes_per_s: float  #: NumPy's rate for the same operation on this host
+    upload_s: float  #: a small upload, from the call to its end
+    upload_bytes_per_s: float  #: the link's rate beyond that
+
+    def host_op_s(self, nbytes: float) -> float:
+        return nbytes / self.host_bytes_per_s
+
+    def device_op_s(self, nbytes: float) -> float:
+        return self.launch_s + nbytes / self.device_bytes_per_s
+
+    def upload_time_s(self, nbytes: float) -> float:
+        return self.upload_s + nbytes / self.upload_bytes_per_s
+
+    def break_even_bytes(self, uses: float, upload: bool) -> float:
+        """The smallest array size from which ``uses`` device operations on it (after its upload,
+        when ``upload``) take less time than the same operations in NumPy; ``inf`` where none does:
+        ``uses * (host - device) >= upload``."""
+        fixed = uses * self.launch_s + (self.upload_s if upload else 0.0)
+        per_byte = uses * (1.0 / self.host_bytes_per_s - 1.0 / self.device_bytes_per_s)
+        if upload:
+            per_byte -= 1.0 / self.upload_bytes_per_s
+        return fixed / per_byte if per_byte > 0 else math.inf
+
+    def as_dict(self) -> dict[str, float]:
+        return {"launch_us": self.launch_s * 1e6, "device_GBps": self.device_bytes_per_s / 1e9,
+                "host_GBps": self.host_bytes_per_s / 1e9, "upload_us": self.upload_s * 1e6,
+                "upload_GBps": self.upload_bytes_per_s / 1e9}
+
+
+def _best(run: Callable[[], Any], repeats: int = _REPEATS) -> float:
+    run()  # (warm: kernels built, memory pools filled)
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _rate(nbytes: int, total_s: float, fixed_s: float) -> float:
+    """Bytes per second beyond the fixed cost (a rate measured within the timer's noise of the
+    fixed cost is taken as the total's: the device is then as fast as we can tell)."""
+    beyond = total_s - fixed_s
+    return nbytes / (beyond if beyond > 0.05 * total_s else total_s)
+
+
+def measure(backend: Any) -> Costs:
+    """Time ``backend``'s upload and a float64 add, small and large, and NumPy's add (a few ms)."""
+    host = numpy.linspace(0.0, 1.0, MEASURE_ELEMENTS)
+    tiny = host[:1].copy()
+    loop = (numpy.dtype(numpy.float64),) * 3
+
+    def upload(array: numpy.ndarray) -> Callable[[], Any]:
+        def run() -> None:
+            backend.from_host(array)
+            backend.sync()
+        return run
+
+    def add(native: Any) -> Callable[[], Any]:
+        def run() -> None:
+            backend.call_ufunc(numpy.add, "__call__", (native, native), {}, loop)
+            backend.sync()
+        return run
+
+    upload_s = _best(upload(tiny))
+    upload_big = _best(upload(host))
+    small, big = backend.from_host(tiny), backend.from_host(host)
+    launch_s = _best(add(small))
+    device_big = _best(add(big))
+    host_big = _best(lambda: numpy.add(host, host))  # (a new result each time, as a program's)
+    return Costs(launch_s=launch_s, device_bytes_per_s=_rate(host.nbytes, device_big, launch_s),
+                 host_bytes_per_s=host.nbytes / host_big, upload_s=upload_s,
+                 upload_bytes_per_s=_rate(host.nbytes, upload_big, upload_s))
+
+
+#: how many device operations placement expects an array moved there to take part in: the model's
+#: one assumption about the work that follows (a program's data is used more than once; one use
+#: would make a round trip pay only for compute-bound work)
+USES = 4
+
+
+def thresholds(costs: Costs, create_ceiling: int, upload_ceiling: int) -> tuple[int, int]:
+    """(creation, upload) thresholds in bytes from measured costs: arrays made from nothing go to
+    the device from the size where ``USES`` operations on it are faster there, host data from the
+    size where they also pay for its upload. Where the model says the device never pays for a
+    memory-bound operation, the backend's own figures (measured by hand on fused and compute-bound
+    work, which pays sooner) stay the limit."""
+    create = costs.break_even_bytes(USES, upload=False)
+    upload = costs.break_even_bytes(USES, upload=True)
+    return (int(min(create, create_ceiling)), int(min(max(upload, create), upload_ceiling)))

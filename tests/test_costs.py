@@ -1,0 +1,94 @@
+"""Placement's cost model (npgpu/backends/costs.py): break-even sizes from measured costs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import npgpu
+from npgpu import _config, _placement
+from npgpu.backends import costs as costs_mod
+from npgpu.backends.costs import Costs
+from npgpu.backends.emulated import EmulatedBackend
+
+# a GPU-like device: 10 us launches, 2 TB/s; a host at 5 GB/s; a link at 20 GB/s after 15 us
+GPU = Costs(launch_s=10e-6, device_bytes_per_s=2e12, host_bytes_per_s=5e9, upload_s=15e-6,
+            upload_bytes_per_s=20e9)
+# a CPU device slower per byte than NumPy (PoCL on two cores, measured: see backends/opencl/backend.py)
+SLOW = Costs(launch_s=150e-6, device_bytes_per_s=7e9, host_bytes_per_s=25e9, upload_s=100e-6,
+             upload_bytes_per_s=25e9)
+
+
+@pytest.mark.parametrize("uses", [1, 2, 4, 10])
+@pytest.mark.parametrize("upload", [False, True])
+def test_at_the_break_even_size_the_device_is_as_fast_and_faster_beyond(uses, upload):
+    n = GPU.break_even_bytes(uses, upload)
+    assert math.isfinite(n) and n > 0
+
+    def device(nbytes):
+        return uses * GPU.device_op_s(nbytes) + (GPU.upload_time_s(nbytes) if upload else 0.0)
+
+    def host(nbytes):
+        return uses * GPU.host_op_s(nbytes)
+
+    assert device(n) == pytest.approx(host(n), rel=1e-9)
+    assert device(n * 0.9) > host(n * 0.9)
+    assert device(n * 1.1) < host(n * 1.1)
+
+
+def test_more_uses_pay_for_an_upload_sooner():
+    sizes = [GPU.break_even_bytes(uses, upload=True) for uses in (1, 2, 4, 8)]
+    assert sizes == sorted(sizes, reverse=True)
+    assert GPU.break_even_bytes(4, upload=False) < GPU.break_even_bytes(4, upload=True)
+
+
+def test_a_device_slower_per_byte_never_pays_and_the_backends_figures_stay():
+    assert SLOW.break_even_bytes(4, upload=False) == math.inf
+    assert costs_mod.thresholds(SLOW, 16 << 20, 512 << 20) == (16 << 20, 512 << 20)
+
+
+def test_thresholds_are_the_break_even_sizes_below_their_ceilings():
+    create, upload = costs_mod.thresholds(GPU, 1 << 30, 1 << 30)
+    assert create == int(GPU.break_even_bytes(costs_mod.USES, upload=False))
+    assert upload == int(GPU.break_even_bytes(costs_mod.USES, upload=True))
+    assert costs_mod.thresholds(GPU, 1000, 2000) == (1000, 2000)
+
+
+def test_a_calibrated_backend_places_by_its_measured_costs(monkeypatch):
+    backend = EmulatedBackend()
+    monkeypatch.setattr("npgpu.backends.base.measure_costs", lambda b: GPU)
+    backend.default_threshold_bytes, backend.upload_threshold_bytes = 1 << 30, 1 << 30
+    backend.calibrate()
+    assert backend.costs is GPU
+    state = _config.State(backend=backend)
+    assert _placement.threshold_bytes(state) == int(GPU.break_even_bytes(costs_mod.USES, upload=False))
+    assert _placement.upload_threshold_bytes(state) == int(GPU.break_even_bytes(costs_mod.USES, upload=True))
+    assert state.host_limit == _placement.upload_threshold_bytes(state)  # (the small-call fast path's limit)
+    assert _placement.threshold_bytes(_config.State(backend=backend, threshold=123)) == 123
+
+
+def test_the_measurement_runs_on_a_real_backend(device_backend):
+    backend = npgpu.backends.get_backend(device_backend)
+    measured = costs_mod.measure(backend)
+    figures = measured.as_dict()
+    assert all(math.isfinite(v) and v > 0 for v in figures.values()), figures
+    if backend.calibrated:
+        assert backend.costs is not None
+        assert backend.default_threshold_bytes <= backend.upload_threshold_bytes
+
+
+def test_the_report_says_where_placement_moves_host_data_and_why(device_backend):
+    with npgpu.enable(device_backend):
+        line = npgpu.report().placement
+        state = _config.current()
+        assert f"from {_placement.upload_threshold_bytes(state)} bytes" in line
+        assert line in str(npgpu.report())
+        backend = state.backend
+        if backend.costs is not None:
+            assert f"launch {backend.costs.launch_s * 1e6:.0f} us" in line
+    with npgpu.enable(device_backend, threshold=4096):
+        assert "from 4096 bytes" in npgpu.report().placement
+        assert "enable(threshold=4096)" in npgpu.report().placement
+    with npgpu.disable():
+        assert npgpu.report().as_dict()["placement"].startswith("placement: acceleration off")
