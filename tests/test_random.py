@@ -266,7 +266,7 @@ def test_numpys_draws_move_from_the_upload_threshold(device_backend):
     is host data, uploaded from the upload threshold like any other."""
     computes = "PCG64" in npgpu.backends.get_backend(device_backend).random_streams
     with npgpu.enable(device_backend) as change:
-        n = max(change.state.create_limit // 8, 1)
+        n = max(-(-change.state.create_limit // 8), 1)  # (at least the creation threshold's bytes)
         assert n * 8 < change.state.host_limit
         rng = npgpu.random.default_rng(1)
         made, drawn = rng.random(n), rng.standard_normal(n)
