@@ -36,7 +36,9 @@ from .lazy import registry as _registry
 # The composition root: the one inversion (DeviceArray reaching the dispatcher) and the C
 # extension's configuration, each installed once, here (docs/ARCHITECTURE.md).
 _hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function=_dispatch.function,
-               ufunc=_dispatch.ufunc, fast_call=_dispatch._fast_call, on_host=_dispatch.on_host,
+               ufunc=_dispatch.ufunc, fast_call=_dispatch._fast_call, getitem=_dispatch.basic_getitem,
+               setitem=_dispatch.basic_setitem,
+               on_host=_dispatch.on_host,
                to_host=_transfer.to_host, materialize=_materialize.materialize,
                record_binary=_recorder.record_binary, record_unary=_recorder.record_unary)
 _native.configure(_native.Parts(

@@ -468,9 +468,19 @@ class DeviceArray(NDArrayOperatorsMixin):
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, key: Any) -> Any:
+        if self._pending is None:  # (the short road for views: a[1:, :-1], a[i], a[:, None])
+            result = _core.getitem(self, key, sys._getframe(1))
+            if result is not NotImplemented:
+                return result
         return _function(numpy.ndarray.__getitem__, (self, key), {})
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if type(value) is DeviceArray and not self._readonly and self._pending is None:
+            # (the short roads: a[1:] -= x writes a[1:] back onto itself; y[:, j] = a * x[:, j] + b
+            # can compute its expression straight into y[:, j]; NumPy elides temporaries alike)
+            temporary = sys.getrefcount(value) <= _TEMPORARY_REFS
+            if _core.setitem(self, key, value, sys._getframe(1), temporary) is not NotImplemented:
+                return
         _function(numpy.ndarray.__setitem__, (self, key, value), {})
 
     def __contains__(self, value: Any) -> bool:
@@ -662,6 +672,22 @@ class DeviceArray(NDArrayOperatorsMixin):
 
 
 _OWN_TYPES = _OWN_TYPES | {DeviceArray}
+
+
+def _references_of_a_temporary() -> int:
+    """sys.getrefcount of a value that only the statement ``a[k] = <expression>`` holds, as
+    DeviceArray.__setitem__ sees it (the interpreter's stack, the argument, getrefcount's own)."""
+    seen: list[int] = []
+
+    class Probe:
+        def __setitem__(self, key: Any, value: Any) -> None:
+            seen.append(sys.getrefcount(value))
+
+    Probe()[0] = object()
+    return seen[0]
+
+
+_TEMPORARY_REFS = _references_of_a_temporary()
 
 # Operands an operator can hand straight to the dispatcher: NumPy would pass exactly these to
 # __array_ufunc__, so skipping its override protocol (and the mixin) changes nothing but the

@@ -129,6 +129,71 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return wrap(result, backend, func, True, devices)
 
 
+_BASIC_INDEX_TYPES = frozenset({int, type(None), type(Ellipsis)})
+_GETITEM = numpy.ndarray.__getitem__
+#: (backend, dtype) -> whether the backend indexes arrays of that dtype (supports_function's answer)
+_INDEXES: dict[tuple[Any, numpy.dtype], bool] = {}
+
+
+def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
+    """``array[key]`` for a key of ints, slices of ints, None and Ellipsis on a computed device
+    array: the backend's view at once, without the general path's scan of the arguments (nothing
+    in such a key can be host data or a write); NotImplemented for anything else."""
+    state = _config.current()
+    backend = array._backend
+    if not state.enabled or backend.is_host:
+        return NotImplemented
+    if not _basic_key(key):
+        return NotImplemented
+    native = array._device_data
+    ok = _INDEXES.get((backend, array.dtype))
+    if ok is None:
+        ok = _INDEXES[(backend, array.dtype)] = backend.supports_function(_GETITEM, (array.dtype,), (native, 0), {})
+    if not ok:
+        return NotImplemented
+    result = backend.call_function(_GETITEM, (native, key), {})
+    _report.count(_GETITEM, "device", frame)
+    return wrap(result, backend, _GETITEM, not _keeps_dimensions(key), [array])
+
+
+def _basic_key(key: Any) -> bool:
+    for k in key if type(key) is tuple else (key,):
+        t = type(k)
+        if t is slice:
+            if not all(b is None or type(b) is int for b in (k.start, k.stop, k.step)):
+                return False
+        elif t not in _BASIC_INDEX_TYPES:
+            return False
+    return True
+
+
+def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, temporary: bool) -> Any:
+    """``array[key] = value`` for a basic key and a device array of the same backend, in two cases
+    the general path would spend a kernel on: ``value`` is the very view ``array[key]`` (what
+    ``a[1:] -= x`` writes back after its in-place kernel: nothing to do), or ``value`` is a pending
+    expression of the view's dtype and shape that only this statement holds, reading no memory that
+    overlaps the view but as the same view (its kernel then writes into the view directly).
+    NotImplemented otherwise (and for a read-only ``array``: the general path raises)."""
+    state = _config.current()
+    backend = array._backend
+    if not state.enabled or backend.is_host or value._backend is not backend or not _basic_key(key):
+        return NotImplemented
+    view = backend.call_function(_GETITEM, (array._device_data, key), {})
+    if not backend.is_native(view):
+        return NotImplemented
+    if value._pending is None:
+        if not backend.same_view(view, value._device_data):
+            return NotImplemented
+    elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion) or \
+            _lazy.reads_overlapping(value, backend, view):
+        return NotImplemented
+    else:
+        _lazy.before_write(backend, view, skip=value)
+        _lazy.materialize(value, out=view)
+    _report.count(numpy.ndarray.__setitem__, "device", frame)
+    return None
+
+
 def _keeps_dimensions(key: Any) -> bool:
     """Whether an index gives a 0-d array rather than a scalar when it selects one element
     (NumPy: an Ellipsis in the key keeps an array, ``a[0, ...]``; ``a[0]`` and ``a[()]`` don't)."""

@@ -34,6 +34,15 @@ class Core(Protocol):
     def fast_call(self, uf: Any, inputs: tuple[Any, ...], fusion: bool, frame: Any) -> Any:
         """The dispatcher's short road for device arrays and scalars; NotImplemented to decline."""
 
+    def getitem(self, array: Any, key: Any, frame: Any) -> Any:
+        """``array[key]`` for a basic key of a computed device array, counted at ``frame``; NotImplemented
+        to decline (_dispatch.basic_getitem)."""
+
+    def setitem(self, array: Any, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
+        """``array[key] = value`` for a basic key and a device-array value, counted at ``frame``
+        (``temporary``: nothing but the statement holds ``value``); NotImplemented to decline
+        (_dispatch.basic_setitem)."""
+
     def on_host(self, key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A library's NumPy call on device arrays: NumPy runs it on host copies (_dispatch.on_host)."""
 
@@ -63,8 +72,8 @@ core: Core = _Hooks()  # type: ignore[assignment]
 
 def install(**parts: Any) -> None:
     """Fill ``core`` (the composition root, once; _native swaps the recorder's two roads)."""
-    missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "on_host", "to_host",
-                                 "materialize", "record_binary", "record_unary")
+    missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "setitem",
+                                 "on_host", "to_host", "materialize", "record_binary", "record_unary")
                if name not in parts and name not in vars(core)]
     if missing:
         raise TypeError(f"npgpu core hooks missing: {', '.join(missing)}")

@@ -1,0 +1,154 @@
+"""The short roads of loop bodies (issue #14): views taken and written back without the general
+dispatch, and an expression assigned into a view computed there by its own kernel, with NumPy's
+values, flags and errors."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import npgpu
+
+
+def _kernels() -> float:
+    return npgpu.report().kernels.get("kernels_launched", 0)
+
+
+def test_in_place_updates_of_views_in_a_loop_are_numpys(device_backend):
+    rng = numpy.random.default_rng(3)
+    host = [rng.random((12, 9)) for _ in range(3)]
+    ex, ey, hz = (h.copy() for h in host)
+    with npgpu.enable(device_backend, threshold=0):
+        dex, dey, dhz = (npgpu.asarray(h) for h in host)
+        for t in range(4):
+            for x, y, z in ((ex, ey, hz), (dex, dey, dhz)):
+                y[0, :] = float(t)
+                y[1:, :] -= 0.5 * (z[1:, :] - z[:-1, :])
+                x[:, 1:] -= 0.5 * (z[:, 1:] - z[:, :-1])
+                z[:-1, :-1] -= 0.7 * (x[:-1, 1:] - x[:-1, :-1] + y[1:, :-1] - y[:-1, :-1])
+        for want, got in ((ex, dex), (ey, dey), (hz, dhz)):
+            assert type(got) is npgpu.DeviceArray
+            numpy.testing.assert_array_equal(numpy.asarray(got), want)
+
+
+def _count_backend_calls(backend_name, monkeypatch):
+    """The functions the backend is asked to run from now on (a list that fills)."""
+    backend = npgpu.backends.get_backend(backend_name)
+    calls = []
+    call_function = backend.call_function
+
+    def counting(func, args, kwargs):
+        calls.append(func)
+        return call_function(func, args, kwargs)
+
+    monkeypatch.setattr(backend, "call_function", counting)
+    return calls
+
+
+def test_writing_a_view_back_onto_itself_launches_nothing(device_backend, monkeypatch):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.arange(20.0))
+        view = a[2:7]
+        npgpu.sync()
+        npgpu.report(reset=True)
+        calls = _count_backend_calls(device_backend, monkeypatch)
+        a[2:7] = view
+        assert _kernels() == 0 and numpy.ndarray.__setitem__ not in calls
+        assert npgpu.report().functions["ndarray.__setitem__"].device == 1
+        numpy.testing.assert_array_equal(numpy.asarray(a), numpy.arange(20.0))
+
+
+def test_a_read_only_array_refuses_even_its_own_view(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.arange(6.0))
+        a.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            a[1:3] = a[1:3]
+
+
+def test_an_expression_assigned_into_a_column_is_one_kernel(device_backend, monkeypatch):
+    rng = numpy.random.default_rng(4)
+    img = rng.random((16, 10))
+    want = numpy.empty_like(img)
+    want[:, 0] = 0.3 * img[:, 0]
+    for j in range(1, img.shape[1]):
+        want[:, j] = 0.3 * img[:, j] + 0.5 * img[:, j - 1]
+    with npgpu.enable(device_backend, threshold=0):
+        d = npgpu.asarray(img)
+        y = npgpu.empty_like(d)
+        y[:, 0] = 0.3 * d[:, 0]
+        npgpu.sync()
+        npgpu.report(reset=True)
+        calls = _count_backend_calls(device_backend, monkeypatch)
+        for j in range(1, img.shape[1]):
+            y[:, j] = 0.3 * d[:, j] + 0.5 * d[:, j - 1]
+        npgpu.sync()
+        if npgpu.backends.get_backend(device_backend).supports_fusion:
+            assert _kernels() == img.shape[1] - 1  # (one per column, computed in the column:
+            assert numpy.ndarray.__setitem__ not in calls  # no temporary copied in)
+        numpy.testing.assert_array_equal(numpy.asarray(y), want)
+
+
+def test_an_expression_the_program_still_holds_keeps_its_own_values(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        d = npgpu.asarray(numpy.arange(12.0).reshape(3, 4))
+        y = npgpu.zeros((3, 4))
+        kept = d[:, 1] * 2.0
+        y[:, 0] = kept
+        y[:, 0] = -1.0  # (a write into y must not change `kept`)
+        numpy.testing.assert_array_equal(numpy.asarray(kept), numpy.arange(12.0).reshape(3, 4)[:, 1] * 2.0)
+        numpy.testing.assert_array_equal(numpy.asarray(y)[:, 0], [-1.0, -1.0, -1.0])
+
+
+def test_an_expression_reading_what_it_overwrites_is_numpys(device_backend):
+    host = numpy.arange(10.0)
+    want = host.copy()
+    want[1:] = want[:-1] * 2.0 + 1.0  # (NumPy evaluates the right side first)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        a[1:] = a[:-1] * 2.0 + 1.0
+        numpy.testing.assert_array_equal(numpy.asarray(a), want)
+        b = npgpu.asarray(host)
+        b[::-1] = b * 3.0  # (the same memory, reversed: not the same view)
+        numpy.testing.assert_array_equal(numpy.asarray(b), host[::-1] * 3.0)
+
+
+def test_a_different_dtype_or_shape_is_cast_and_broadcast_as_numpy_does(device_backend):
+    host = numpy.zeros((3, 4), dtype=numpy.int32)
+    want = host.copy()
+    want[:, 1:3] = numpy.arange(2.0) * 1.7
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        a[:, 1:3] = npgpu.asarray(numpy.arange(2.0)) * 1.7
+        numpy.testing.assert_array_equal(numpy.asarray(a), want)
+        assert a.dtype == numpy.int32
+
+
+@pytest.mark.parametrize("key", [(1, 2), (slice(1, None), 0), (Ellipsis, 1), (None, slice(None, None, -2)), 3, ()])
+def test_basic_views_are_numpys(device_backend, key):
+    host = numpy.arange(24.0).reshape(4, 6)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        got, want = a[key], host[key]
+        assert type(got) is (npgpu.DeviceArray if isinstance(want, numpy.ndarray) else type(want))
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+        if isinstance(want, numpy.ndarray) and want.ndim:
+            assert got.base is a
+            got[...] = -1.0
+            host[key] = -1.0
+            numpy.testing.assert_array_equal(numpy.asarray(a), host)
+        a.flags.writeable = False
+        view = a[key]
+        if isinstance(view, npgpu.DeviceArray):
+            assert not view.flags.writeable
+
+
+def test_bad_basic_keys_raise_numpys_errors(device_backend):
+    host = numpy.arange(6.0)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        for key in (6, -7, (0, 0)):
+            with pytest.raises(IndexError):
+                host[key]
+            with pytest.raises(IndexError):
+                a[key]
