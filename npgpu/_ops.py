@@ -231,3 +231,26 @@ def creation_request(func: Callable[..., Any], args: tuple[Any, ...], kwargs: di
     position = DTYPE_POSITION.get(func)
     dtype = _arg(args, kwargs, position, "dtype") if position is not None else kwargs.get("dtype")
     return n * 8, dtype
+
+
+# -- functions whose result outgrows their operands ---------------------------------------------
+
+def _product_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return int(numpy.size(args[0])) * int(numpy.size(args[1])) if len(args) >= 2 else -1
+
+
+#: function -> the number of elements its result has (from its arguments), for functions whose
+#: result can be far larger than their operands: ``outer(u, v)`` of two 80 kB vectors is 800 MB.
+#: Placement weighs such a call by its result, as it weighs a creation (npgpu/_dispatch.py).
+EXPANDING: dict[Callable[..., Any], Callable[[tuple[Any, ...], dict[str, Any]], int]] = {
+    numpy.outer: _product_elements,
+    numpy.kron: _product_elements,
+}
+
+
+def result_request(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """Bytes of an expanding function's result (counted at 8 bytes an element); -1 if unknown."""
+    try:
+        return EXPANDING[func](args, kwargs) * 8
+    except (TypeError, ValueError):
+        return -1

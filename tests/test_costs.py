@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy
 import pytest
 
 import npgpu
@@ -92,3 +93,15 @@ def test_the_report_says_where_placement_moves_host_data_and_why(device_backend)
         assert "enable(threshold=4096)" in npgpu.report().placement
     with npgpu.disable():
         assert npgpu.report().as_dict()["placement"].startswith("placement: acceleration off")
+
+
+def test_a_large_product_of_small_host_vectors_is_made_on_the_device(device_backend):
+    """outer(u, v) of vectors below the upload threshold, whose result is above the creation
+    threshold (gemver's A += outer(u1, v1)): placement weighs the result, as for a creation."""
+    u, v = numpy.linspace(0.0, 1.0, 30), numpy.arange(40.0)
+    with npgpu.enable(device_backend, threshold=4096):
+        big = npgpu.outer(u, v)  # 9600 bytes from two of 240 and 320
+        small = npgpu.outer(u[:5], v[:5])
+    assert type(big) is npgpu.DeviceArray and type(small) is numpy.ndarray
+    numpy.testing.assert_array_equal(numpy.asarray(big), numpy.outer(u, v))
+    numpy.testing.assert_array_equal(small, numpy.outer(u[:5], v[:5]))

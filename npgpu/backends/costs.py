@@ -22,6 +22,7 @@ import numpy
 #: CPU device's cores, small enough to measure in milliseconds)
 MEASURE_ELEMENTS = 1 << 20
 _REPEATS = 5
+_QUEUED = 16
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Costs:
     ``upload_bytes_per_s`` is ``inf`` where an upload moves nothing (memory shared with the host).
     """
 
-    launch_s: float  #: one small elementwise operation on device arrays, from the call to its end
+    launch_s: float  #: one small elementwise operation on device arrays, queued among others
     device_bytes_per_s: float  #: the device's elementwise rate beyond the launch
     host_bytes_per_s: float  #: NumPy's rate for the same operation on this host
     upload_s: float  #: a small upload, from the call to its end
@@ -92,16 +93,18 @@ def measure(backend: Any) -> Costs:
             backend.sync()
         return run
 
-    def add(native: Any) -> Callable[[], Any]:
+    def add(native: Any, times: int = 1) -> Callable[[], Any]:
         def run() -> None:
-            backend.call_ufunc(numpy.add, "__call__", (native, native), {}, loop)
+            for _ in range(times):
+                backend.call_ufunc(numpy.add, "__call__", (native, native), {}, loop)
             backend.sync()
         return run
 
     upload_s = _best(upload(tiny))
     upload_big = _best(upload(host))
     small, big = backend.from_host(tiny), backend.from_host(host)
-    launch_s = _best(add(small))
+    # (a launch among others, as in a program's loop: queued back to back, one wait at the end)
+    launch_s = _best(add(small, _QUEUED)) / _QUEUED
     device_big = _best(add(big))
     host_big = _best(lambda: numpy.add(host, host))  # (a new result each time, as a program's)
     return Costs(launch_s=launch_s, device_bytes_per_s=_rate(host.nbytes, device_big, launch_s),
