@@ -421,3 +421,12 @@ def test_threads_draw_from_the_global_device_stream(cl):
     _in_threads(worker, 3)
     values = numpy.concatenate(draws)
     assert values.size == 30_000 and numpy.unique(values).size == values.size
+
+
+def test_every_draw_npgpu_places_has_a_kernel():
+    """npgpu.random sends these names to a device stream (_random._LEGACY, _GENERATOR): the
+    OpenCL streams take each of them."""
+    from npgpu import _random
+
+    assert set(_random._LEGACY) <= set(philox.LEGACY)
+    assert set(_random._GENERATOR) <= set(philox.GENERATOR)
