@@ -396,7 +396,7 @@ class Stream:
 
 
 def _method(name: str) -> Callable[..., Any]:
-    def method(self: Generator, *args: Any, **kwargs: Any) -> Any:
+    def method(self: DeviceGenerator, *args: Any, **kwargs: Any) -> Any:
         req = request(GENERATOR, name, args, kwargs)
         if req is None:
             raise TypeError(f"Generator.{name}: arguments this device's generator does not take "
@@ -407,15 +407,15 @@ def _method(name: str) -> Callable[..., Any]:
     return method
 
 
-class Generator:
-    """A device generator: ``Generator``'s methods of NumPy (those in GENERATOR) returning natives."""
+class DeviceGenerator:
+    """A device generator: NumPy's ``Generator`` methods named in GENERATOR, returning natives."""
 
     def __init__(self, backend: Streams, seed: Any) -> None:
         self.stream = Stream(backend, seed)
 
 
 for _name in GENERATOR:
-    setattr(Generator, _name, _method(_name))
+    setattr(DeviceGenerator, _name, _method(_name))
 
 
 class Streams(Backend):
@@ -451,8 +451,8 @@ class Streams(Backend):
     def supports_generator(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         return self._supports_draw(request(GENERATOR, name, args, kwargs))
 
-    def random_generator(self, seed: Any) -> Generator:
-        return Generator(self, seed)
+    def random_generator(self, seed: Any) -> DeviceGenerator:
+        return DeviceGenerator(self, seed)
 
     def _philox_draw(self, req: Request, key: tuple[int, int], number: int) -> Any:
         out = self.empty(req.shape, req.dtype)
