@@ -377,15 +377,18 @@ def test_unseeded_draws_are_the_devices_and_seeded_ones_numpys(cl):
 
 
 def test_random_device_mode_repeats_a_seed_on_the_device(cl):
-    with backend_context("opencl", random="device"):
-        npgpu.random.seed(21)
-        before = _global_key()
-        a = npgpu.asnumpy(npgpu.random.random(2000))
-        npgpu.random.seed(21)
-        b = npgpu.asnumpy(npgpu.random.random(2000))
-        c = npgpu.asnumpy(npgpu.random.default_rng(4).normal(0, 1, 2000))
-        d = npgpu.asnumpy(npgpu.random.default_rng(4).normal(0, 1, 2000))
-        assert _global_key() == before
+    try:
+        with backend_context("opencl", random="device"):
+            npgpu.random.seed(21)
+            before = _global_key()
+            a = npgpu.asnumpy(npgpu.random.random(2000))
+            npgpu.random.seed(21)
+            b = npgpu.asnumpy(npgpu.random.random(2000))
+            c = npgpu.asnumpy(npgpu.random.default_rng(4).normal(0, 1, 2000))
+            d = npgpu.asnumpy(npgpu.random.default_rng(4).normal(0, 1, 2000))
+            assert _global_key() == before
+    finally:
+        npgpu.random.seed(None)  # (the tests after this one find the global generator unseeded)
     assert numpy.array_equal(a, b) and numpy.array_equal(c, d)
     numpy.random.seed(21)
     assert not numpy.array_equal(a, numpy.random.random(2000))  # the device's numbers, not NumPy's
