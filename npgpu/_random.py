@@ -166,8 +166,8 @@ def _uniform(name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
     float64, which the device can compute; None for anything else."""
     if name == "uniform":
         found = _bounds(args, kwargs)
-        if found is None:
-            return None
+        if found is None or (generator and found[2] < 0):
+            return None  # (Generator.uniform refuses high < low: NumPy's draw raises its ValueError)
         size, low, span = found
     elif generator and name == "random":  # Generator.random(size=None, dtype=float64, out=None)
         if len(args) > 2 or not {"size", "dtype", "out"}.issuperset(kwargs) or kwargs.get("out") is not None:

@@ -248,7 +248,7 @@ def test_legacy_errors(xp, call):
 @pytest.mark.parametrize("call", [
     "random(-1)", "random(3, dtype=numpy.int64)", "random(3, out=numpy.empty(4))", "uniform(0, numpy.inf, 5)",
     "uniform(low=1, low2=3)", "integers(5, 2, 10)", "random(size=(2.5,))", "random((2, 3), 'f8')",
-    "random(4, dtype='float64')", "standard_normal(4, out=numpy.empty(5))",
+    "random(4, dtype='float64')", "standard_normal(4, out=numpy.empty(5))", "uniform(3, 1, 5)", "uniform(2, 2, 5)",
 ])
 @differential()
 def test_generator_errors_and_arguments(xp, call):

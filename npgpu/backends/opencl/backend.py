@@ -26,6 +26,7 @@ from .launch import Launch
 from .linalg import _HOST_ON_CPU, Linalg
 from .memory import Memory
 from .movement import Movement
+from .philox import Streams
 from .reductions import Reductions
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
@@ -41,7 +42,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Backend):
+                    Linalg, Streams, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:
