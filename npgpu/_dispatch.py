@@ -151,7 +151,7 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
         ok = _INDEXES[(backend, array.dtype)] = backend.supports_function(_GETITEM, (array.dtype,), (native, 0), {})
     if not ok:
         return NotImplemented
-    result = backend.call_function(_GETITEM, (native, key), {})
+    result = backend.basic_view(native, key)
     _report.count(_GETITEM, "device", frame)
     return wrap(result, backend, _GETITEM, not _keeps_dimensions(key), [array])
 
@@ -178,7 +178,7 @@ def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, 
     backend = array._backend
     if not state.enabled or backend.is_host or value._backend is not backend or not _basic_key(key):
         return NotImplemented
-    view = backend.call_function(_GETITEM, (array._device_data, key), {})
+    view = backend.basic_view(array._device_data, key)
     if not backend.is_native(view):
         return NotImplemented
     if value._pending is None:

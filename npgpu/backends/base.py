@@ -111,6 +111,11 @@ class Backend:
         """Overwrite ``native`` (possibly a strided view) in place with ``host``'s values."""
         self.call_function(numpy.ndarray.__setitem__, (native, Ellipsis, self.from_host(host)), {})
 
+    def basic_view(self, native: Any, key: Any) -> Any:
+        """``native[key]`` for a key of ints, slices of ints, None and Ellipsis: a view (0-d for an
+        all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""
+        return self.call_function(numpy.ndarray.__getitem__, (native, key), {})
+
     def prefers_host(self, func: Any) -> bool:
         """True for work this device does slower than NumPy (placement then keeps it on the host)."""
         return False

@@ -397,6 +397,9 @@ class ArrayModuleBackend(Backend):
     def _method_view(a: Any, *args: Any, **kwargs: Any) -> Any:
         return a.view(*args, **kwargs)
 
+    def basic_view(self, native: Any, key: Any) -> Any:
+        return native[key]  # (a basic key: nothing for _check_index_bounds to catch)
+
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
         return a[key]

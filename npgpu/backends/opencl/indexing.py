@@ -43,6 +43,9 @@ class Indexing(Backend):
         # an all-integer key gives a 0-d view: the core turns it into NumPy's scalar
         return self._view(a, key)
 
+    def basic_view(self, native: CLArray, key: Any) -> CLArray:
+        return self._view(native, key)
+
     @implements(numpy.ndarray.__setitem__, kwargs=(), complex_values=True)
     def setitem(self, a: CLArray, key: Any, value: Any) -> None:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:
