@@ -342,9 +342,9 @@ SPECIAL32 = (0.0, -0.0, 1.0, -1.0, 2.5, 1e-40, 3e38, numpy.inf, -numpy.inf, nump
 
 def _table_cases() -> list[Any]:
     cases = []
-    for name, entry in table.ERRORS.items():
+    for name, facts in table.UFUNCS.items():
         uf = getattr(numpy, name)
-        if "f" not in "".join(entry) or uf is numpy.true_divide and name == "true_divide":
+        if "f" not in "".join(facts.errors) or uf is numpy.true_divide and name == "true_divide":
             continue
         for dtype in (numpy.float64, numpy.float32):
             if dtype is numpy.float32 and (uf.nin > 1 or uf is numpy.float_power):

@@ -90,7 +90,7 @@ def test_binary_every_dtype(cl, dtype):
         if err is not None or not table.supports_loop(uf, loop):
             assert err is not None or not cl.supports_ufunc(uf, "__call__", loop, {})
             continue
-        check(run(cl, uf, a, bb), ref, exact=uf.__name__ in table.EXACT)
+        check(run(cl, uf, a, bb), ref, exact=table.UFUNCS[uf.__name__].exact)
 
 
 @pytest.mark.parametrize("dtype", ALL)
@@ -100,7 +100,7 @@ def test_unary_every_dtype(cl, dtype):
         ref, err = _numpy_or_error(uf, a)
         if err is not None or not table.supports_loop(uf, uf.resolve_dtypes((a.dtype, None))):
             continue
-        check(run(cl, uf, a), ref, exact=uf.__name__ in table.EXACT)
+        check(run(cl, uf, a), ref, exact=table.UFUNCS[uf.__name__].exact)
 
 
 def test_integer_semantics(cl):

@@ -68,24 +68,20 @@ class KernelSource:
     needs_fp64: bool
 
 
-#: Ufuncs whose float template is plain arithmetic or an OpenCL builtin that also takes vector
-#: types, with no helper function and no comparison: the same text computes a vector of them.
-VECTOR_UFUNCS = frozenset({
-    "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "square", "absolute",
-    "reciprocal", "fmax", "fmin", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
-    "arctan2", "hypot", "power", "float_power", "fmod", "copysign", "floor", "ceil", "trunc", "rint",
-    "deg2rad", "rad2deg",
-})
 #: Elements per vector: 32 bytes (AVX2), for float32 and float64 graphs.
 _VECTOR_WIDTH = {numpy.dtype(numpy.float32): 8, numpy.dtype(numpy.float64): 4}
+
+
+def _vectorizes(ufunc: numpy.ufunc) -> bool:
+    facts = _table.facts(ufunc.__name__)
+    return facts is not None and facts.vectorizes
 
 
 def vector_width(graph: Graph) -> int:
     """How many elements an OpenCL vector kernel of ``graph`` computes at once; 0 when it can't.
 
     A graph qualifies when every value in it has one float dtype and every operation is in
-    ``VECTOR_UFUNCS``. PoCL then runs explicitly vectorized code far faster than the scalar
+    vectorizing (UfuncFacts.vectorizes). PoCL then runs explicitly vectorized code far faster than the scalar
     loop: E8 at 10^7 float64 elements took 17 ms against 74 ms (NumPy: 118 ms) on a 2-core CPU.
     """
     dtypes = graph.dtypes()
@@ -95,7 +91,7 @@ def vector_width(graph: Graph) -> int:
     for node in walk(graph.outputs):
         if isinstance(node, (Input, Scalar)):
             continue
-        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and node.ufunc.__name__ in VECTOR_UFUNCS):
+        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and _vectorizes(node.ufunc)):
             return 0
     return width
 
@@ -162,13 +158,14 @@ def emit_body(
 
 def _covered(graph: Graph) -> set[Node]:
     """The float nodes whose inf or NaN always reaches a float output of ``graph`` (through
-    operations that keep non-finite values non-finite: ufuncs.PROPAGATES_NONFINITE)."""
+    operations that keep non-finite values non-finite: UfuncFacts.propagates_nonfinite)."""
     covered: set[Node] = {o for o in graph.outputs if o.dtype.kind == "f"}
     for node in reversed(walk(graph.outputs)):  # (every user of a node comes before it)
         if node not in covered:
             continue
         if isinstance(node, Apply) and node.loop[0].kind == "f" and node.ufunc.nout == 1:
-            for i in _table.PROPAGATES_NONFINITE.get(node.ufunc.__name__, ()):
+            facts = _table.facts(node.ufunc.__name__)
+            for i in facts.propagates_nonfinite if facts is not None else ():
                 covered.add(node.operands[i])
         elif isinstance(node, Cast) and node.operand.dtype.kind == "f":
             covered.add(node.operand)

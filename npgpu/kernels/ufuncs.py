@@ -1,4 +1,5 @@
-"""The ufunc table: for each NumPy ufunc and dtype loop, a C expression template.
+"""The ufunc table: one entry per NumPy ufunc (UFUNCS) holding every fact the kernels use about
+it: a C expression template per dtype loop, exactness, its floating-point error conditions, ...
 
 Shared by the OpenCL and CUDA emitters; dialect differences live in ``DIALECTS`` only.
 """
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy
 
@@ -195,134 +197,217 @@ def _wrap(op: str) -> str:
 _NAN_MAX = "((({0}) > ({1}) || isnan({0})) ? ({0}) : ({1}))"
 _NAN_MIN = "((({0}) < ({1}) || isnan({0})) ? ({0}) : ({1}))"
 
+# -- floating-point errors ---------------------------------------------------------------------
+# NumPy's error categories, as the bits of its seterrcall flag (divide + 2*over + 4*under + 8*invalid).
+DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
+
+# When a NumPy loop raises a floating-point flag, as conditions over the operands {0}, {1}, the
+# result {r} (output 1 of a two-output ufunc: {r1}), in the loop's types; {MIN} is the smallest
+# value of a signed integer input type. Float loops raise IEEE's flags: divide by zero is an
+# exact infinity from finite operands, overflow a rounded one, invalid a NaN from non-NaN
+# operands (tests/test_errstate.py checks every entry against NumPy on special values). Integer
+# loops set NumPy's own: x // 0, x % 0 (divide), MIN // -1 (overflow). Underflow is not detected.
+_INF_1 = "(isinf({r}) && isfinite({0}))"
+_INF_2 = "(isinf({r}) && isfinite({0}) && isfinite({1}))"
+_NAN_2 = "(isnan({r}) && !isnan({0}) && !isnan({1}))"
+_BY_ZERO = "(isinf({r}) && isfinite({0}) && {1} == 0)"
+_QUOTIENT_OVER = "(isinf({r}) && isfinite({0}) && {1} != 0)"
+_ARITHMETIC = {OVER: _INF_2, INVALID: _NAN_2}
+_DIVISION = {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _NAN_2}
+# NumPy's float floor division also raises invalid where the quotient overflows (floor(inf) - inf)
+_FLOOR_INVALID = "(!isnan({0}) && !isnan({1}) && (isnan({r}) || (isinf({r}) && isfinite({0}) && {1} != 0)))"
+_POWER = {DIVIDE: "(isinf({r}) && {0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0 && isfinite({1}))",
+          INVALID: _NAN_2}
+_FLOAT_POWER = {**_POWER, DIVIDE: "(isinf({r}) && {0} == 0 && isfinite({1}))"}
+_INT_DIVISION = {DIVIDE: "({1} == 0)", OVER: "({1} == -1 && {0} == {MIN})"}
+_UINT_DIVISION = {DIVIDE: "({1} == 0)"}
+_LOG = {DIVIDE: "({0} == 0)", INVALID: "({0} < 0)"}
+_EXP = {OVER: _INF_1}
+_TRIG = {INVALID: "isinf({0})"}
+
+#: A float cast to a narrower float overflows where a finite value becomes infinite.
+NARROWING_CAST_ERRORS = {OVER: _INF_1}
+
 # -- THE TABLE ----------------------------------------------------------------
-# ufunc name -> {kinds of the first loop input: template, or a tuple per output}.
-# Kinds: b bool, i signed int, u unsigned int, f float.  Operands are {0}, {1}, ...;
-# {T} is the output's C type, {U} the wide unsigned type, @name(...) a helper above.
-TABLE: dict[str, dict[str, str | tuple[str, ...]]] = {
-    "add": {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})"},
-    "subtract": {"iu": _wrap("-"), "f": "({0} - {1})"},
-    "multiply": {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})"},
-    "divide": {"f": "({0} / {1})"},
-    "true_divide": {"f": "({0} / {1})"},
-    "floor_divide": {"i": _h("floordiv_s"), "u": _h("floordiv_u"), "f": _h("floordiv_f")},
-    "remainder": {"i": _h("remainder_s"), "u": _h("remainder_u"), "f": _h("remainder_f")},
-    "fmod": {"i": _h("fmod_s"), "u": _h("remainder_u"), "f": "fmod({0}, {1})"},
-    "divmod": {
-        "i": (_h("floordiv_s"), _h("remainder_s")),
-        "u": (_h("floordiv_u"), _h("remainder_u")),
-        "f": (_h("floordiv_f"), _h("remainder_f")),
-    },
-    "power": {"iu": _h("power_i"), "f": "pow({0}, {1})"},  # (a constant exponent: CONSTANT_OPERAND below)
-    "float_power": {"f": "pow({0}, {1})"},
-    "negative": {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})"},
-    "positive": {"iuf": "({0})"},
-    "square": {"iu": _wrap("*").replace("{1}", "{0}"), "f": "({0} * {0})"},
-    "reciprocal": {"f": "(({T})1 / {0})"},
-    "absolute": {"b": "({0})", "i": "({0} < 0 ? ({T})(({U})0 - ({U}){0}) : {0})", "u": "({0})", "f": "fabs({0})"},
-    "fabs": {"f": "fabs({0})"},
-    "sign": {
-        "i": "(({0} > 0) - ({0} < 0))",
-        "u": "({0} > 0)",
-        "f": "({0} > 0 ? ({T})1 : ({0} < 0 ? ({T})-1 : ({0} == 0 ? ({T})0 : {0})))",
-    },
-    "conjugate": {"biuf": "({0})"},
-    "maximum": {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX},
-    "minimum": {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN},
-    "fmax": {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"},
-    "fmin": {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"},
-    "clip": {
-        # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
-        "biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
-        "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")",
-    },
-    "equal": {"biuf": "({0} == {1})"},
-    "not_equal": {"biuf": "({0} != {1})"},
-    "less": {"biuf": "({0} < {1})"},
-    "less_equal": {"biuf": "({0} <= {1})"},
-    "greater": {"biuf": "({0} > {1})"},
-    "greater_equal": {"biuf": "({0} >= {1})"},
-    "logical_and": {"biuf": "({0} != 0 && {1} != 0)"},
-    "logical_or": {"biuf": "({0} != 0 || {1} != 0)"},
-    "logical_xor": {"biuf": "(({0} != 0) != ({1} != 0))"},
-    "logical_not": {"biuf": "({0} == 0)"},
-    "bitwise_and": {"biu": "({0} & {1})"},
-    "bitwise_or": {"biu": "({0} | {1})"},
-    "bitwise_xor": {"biu": "({0} ^ {1})"},
-    "invert": {"b": "(!{0})", "iu": "(~{0})"},
-    "left_shift": {"iu": _h("lshift")},
-    "right_shift": {"iu": _h("rshift")},
-    "gcd": {"iu": _h("gcd")},
-    "isnan": {"biu": "0", "f": "isnan({0})"},
-    "isinf": {"biu": "0", "f": "isinf({0})"},
-    "isfinite": {"biu": "1", "f": "isfinite({0})"},
-    "signbit": {"f": "signbit({0})"},
-    "copysign": {"f": "copysign({0}, {1})"},
-    "nextafter": {"f": "nextafter({0}, {1})"},
-    "heaviside": {"f": "(isnan({0}) ? {0} : ({0} == 0 ? {1} : ({0} < 0 ? ({T})0 : ({T})1)))"},
-    "arctan2": {"f": "atan2({0}, {1})"},
-    "hypot": {"f": "hypot({0}, {1})"},
-    "logaddexp": {"f": _h("logaddexp")},
-    "logaddexp2": {"f": _h("logaddexp2")},
-    "sqrt": {"f": "sqrt({0})"},
-    "cbrt": {"f": "cbrt({0})"},
-    "exp": {"f": "exp({0})"},
-    "exp2": {"f": "exp2({0})"},
-    "expm1": {"f": "expm1({0})"},
-    "log": {"f": "log({0})"},
-    "log2": {"f": "log2({0})"},
-    "log10": {"f": "log10({0})"},
-    "log1p": {"f": "log1p({0})"},
-    "sin": {"f": "sin({0})"},
-    "cos": {"f": "cos({0})"},
-    "tan": {"f": "tan({0})"},
-    "arcsin": {"f": "asin({0})"},
-    "arccos": {"f": "acos({0})"},
-    "arctan": {"f": "atan({0})"},
-    "sinh": {"f": "sinh({0})"},
-    "cosh": {"f": "cosh({0})"},
-    "tanh": {"f": "tanh({0})"},
-    "arcsinh": {"f": "asinh({0})"},
-    "arccosh": {"f": "acosh({0})"},
-    "arctanh": {"f": "atanh({0})"},
-    "floor": {"f": "floor({0})"},
-    "ceil": {"f": "ceil({0})"},
-    "trunc": {"f": "trunc({0})"},
-    "rint": {"f": "rint({0})"},
-    "deg2rad": {"f": "({0} * ({T})0.017453292519943295769)"},
-    "radians": {"f": "({0} * ({T})0.017453292519943295769)"},
-    "rad2deg": {"f": "({0} * ({T})57.295779513082320877)"},
-    "degrees": {"f": "({0} * ({T})57.295779513082320877)"},
-}
+Kinds = str  # kinds of the loop's first input: b bool, i signed int, u unsigned int, f float
+Template = str | tuple[str, ...]
 
-# Templates for a ufunc whose operand 1 is a kernel scalar (NumPy's loop sees a constant, stride 0,
-# and special-cases its value: numpy.power(x, 0.5) is sqrt(x), -1 is 1/x, 2 is x*x, 1 is x, where
-# pow differs in signed zeros, infinities or the last bit). The condition is on a kernel argument,
-# the same for every element; in vector code it selects lanes, and every lane agrees.
-CONSTANT_OPERAND: dict[str, dict[str, str]] = {
-    "power": {"f": "({1} == ({T})0.5 ? sqrt({0}) : ({1} == ({T})-1 ? ({T})1 / {0} : ({1} == ({T})2 ? {0} * {0} "
-                   ": ({1} == ({T})1 ? {0} : pow({0}, {1})))))"},
-}
 
-# Results NumPy computes with correctly rounded or exactly specified operations: these
-# match NumPy bit for bit on IEEE devices with FP_CONTRACT OFF.  Others are libm-grade.
-EXACT = frozenset(
-    "add subtract multiply true_divide negative positive square absolute fabs sign maximum minimum fmax fmin "
-    "sqrt floor ceil trunc rint copysign".split()
+@dataclass(frozen=True)
+class UfuncFacts:
+    """Everything the kernels know about one NumPy ufunc (a new ufunc is one entry of UFUNCS)."""
+
+    name: str
+    #: {kinds: C expression template, or a tuple of them, one per output}. Operands are {0}, {1}, ...;
+    #: {T} is the output's C type, {U} the wide unsigned type, @name(...) a helper of _HELPERS.
+    expressions: dict[Kinds, Template]
+    #: NumPy computes the result with correctly rounded or exactly specified operations: it
+    #: matches NumPy bit for bit on IEEE devices with FP_CONTRACT OFF (others are libm-grade).
+    exact: bool = False
+    #: {kinds: template} used instead of ``expressions`` when operand 1 is a kernel scalar: NumPy's
+    #: loop sees a constant (stride 0) and special-cases its value: numpy.power(x, 0.5) is sqrt(x),
+    #: -1 is 1/x, 2 is x*x, 1 is x, where pow differs in signed zeros, infinities or the last bit.
+    #: The condition is on a kernel argument, the same for every element; in vector code it
+    #: selects lanes, and every lane agrees.
+    constant_operand: dict[Kinds, str] = field(default_factory=dict)
+    #: {kinds: {category: condition}}: where NumPy's loop raises which floating-point flag.
+    errors: dict[Kinds, dict[int, str]] = field(default_factory=dict)
+    #: The operands whose inf or NaN always makes the float result inf or NaN: an error upstream
+    #: of such an operand shows in the result, so kernels test the final value's finiteness
+    #: first and look at each operation only when that test fails.
+    propagates_nonfinite: tuple[int, ...] = ()
+    #: The float template is plain arithmetic or an OpenCL builtin that also takes vector types,
+    #: with no helper function and no comparison: the same text computes a vector of them.
+    vectorizes: bool = False
+    #: As a reduction operator, its start value doesn't depend on the data (the others start from
+    #: inf, the dtype's limits, or NaN for fmax/fmin: fmax(nan, x) == x, and an all-NaN slice stays NaN).
+    constant_identity: bool = False
+
+
+_BOTH, _FIRST = (0, 1), (0,)
+
+
+def _math(name: str, c: str, **facts: Any) -> UfuncFacts:
+    """A float ufunc that is one C math function of its operands."""
+    nin = facts.pop("nin", 1)
+    return UfuncFacts(name, {"f": c + "(" + ", ".join(f"{{{i}}}" for i in range(nin)) + ")"}, **facts)
+
+
+_ENTRIES = (
+    UfuncFacts("add", {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})"}, exact=True,
+               errors={"f": _ARITHMETIC}, propagates_nonfinite=_BOTH, vectorizes=True, constant_identity=True),
+    UfuncFacts("subtract", {"iu": _wrap("-"), "f": "({0} - {1})"}, exact=True, errors={"f": _ARITHMETIC},
+               propagates_nonfinite=_BOTH, vectorizes=True),
+    UfuncFacts("multiply", {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})"}, exact=True,
+               errors={"f": _ARITHMETIC}, propagates_nonfinite=_BOTH, vectorizes=True, constant_identity=True),
+    UfuncFacts("divide", {"f": "({0} / {1})"}, errors={"f": _DIVISION}, propagates_nonfinite=_FIRST,
+               vectorizes=True),
+    UfuncFacts("true_divide", {"f": "({0} / {1})"}, exact=True, errors={"f": _DIVISION},
+               propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("floor_divide", {"i": _h("floordiv_s"), "u": _h("floordiv_u"), "f": _h("floordiv_f")},
+               errors={"i": _INT_DIVISION, "u": _UINT_DIVISION,
+                       "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _FLOOR_INVALID}},
+               propagates_nonfinite=_FIRST),
+    UfuncFacts("remainder", {"i": _h("remainder_s"), "u": _h("remainder_u"), "f": _h("remainder_f")},
+               errors={"iu": _UINT_DIVISION, "f": {INVALID: _NAN_2}}, propagates_nonfinite=_FIRST),
+    UfuncFacts("fmod", {"i": _h("fmod_s"), "u": _h("remainder_u"), "f": "fmod({0}, {1})"},
+               errors={"iu": _UINT_DIVISION, "f": {INVALID: _NAN_2}}, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("divmod", {"i": (_h("floordiv_s"), _h("remainder_s")), "u": (_h("floordiv_u"), _h("remainder_u")),
+                          "f": (_h("floordiv_f"), _h("remainder_f"))},
+               errors={"i": _INT_DIVISION, "u": _UINT_DIVISION,
+                       "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER,
+                             INVALID: "(" + _FLOOR_INVALID + " || (isnan({r1}) && !isnan({0}) && !isnan({1})))"}}),
+    UfuncFacts("power", {"iu": _h("power_i"), "f": "pow({0}, {1})"}, errors={"f": _POWER}, vectorizes=True,
+               constant_operand={"f": "({1} == ({T})0.5 ? sqrt({0}) : ({1} == ({T})-1 ? ({T})1 / {0} : "
+                                      "({1} == ({T})2 ? {0} * {0} : ({1} == ({T})1 ? {0} : pow({0}, {1})))))"}),
+    _math("float_power", "pow", nin=2, errors={"f": _FLOAT_POWER}, vectorizes=True),
+    UfuncFacts("negative", {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})"}, exact=True,
+               propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("positive", {"iuf": "({0})"}, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("square", {"iu": _wrap("*").replace("{1}", "{0}"), "f": "({0} * {0})"}, exact=True,
+               errors={"f": {OVER: _INF_1}}, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("reciprocal", {"f": "(({T})1 / {0})"}, vectorizes=True,
+               errors={"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"}}),
+    UfuncFacts("absolute", {"b": "({0})", "i": "({0} < 0 ? ({T})(({U})0 - ({U}){0}) : {0})", "u": "({0})",
+                            "f": "fabs({0})"}, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("fabs", "fabs", exact=True, propagates_nonfinite=_FIRST),
+    UfuncFacts("sign", {"i": "(({0} > 0) - ({0} < 0))", "u": "({0} > 0)",
+                        "f": "({0} > 0 ? ({T})1 : ({0} < 0 ? ({T})-1 : ({0} == 0 ? ({T})0 : {0})))"}, exact=True),
+    UfuncFacts("conjugate", {"biuf": "({0})"}),
+    UfuncFacts("maximum", {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX}, exact=True),
+    UfuncFacts("minimum", {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN}, exact=True),
+    UfuncFacts("fmax", {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"}, exact=True, vectorizes=True),
+    UfuncFacts("fmin", {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"}, exact=True, vectorizes=True),
+    # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
+    UfuncFacts("clip", {"biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
+                        "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")"}),
+    UfuncFacts("equal", {"biuf": "({0} == {1})"}),
+    UfuncFacts("not_equal", {"biuf": "({0} != {1})"}),
+    UfuncFacts("less", {"biuf": "({0} < {1})"}),
+    UfuncFacts("less_equal", {"biuf": "({0} <= {1})"}),
+    UfuncFacts("greater", {"biuf": "({0} > {1})"}),
+    UfuncFacts("greater_equal", {"biuf": "({0} >= {1})"}),
+    UfuncFacts("logical_and", {"biuf": "({0} != 0 && {1} != 0)"}, constant_identity=True),
+    UfuncFacts("logical_or", {"biuf": "({0} != 0 || {1} != 0)"}, constant_identity=True),
+    UfuncFacts("logical_xor", {"biuf": "(({0} != 0) != ({1} != 0))"}),
+    UfuncFacts("logical_not", {"biuf": "({0} == 0)"}),
+    UfuncFacts("bitwise_and", {"biu": "({0} & {1})"}, constant_identity=True),
+    UfuncFacts("bitwise_or", {"biu": "({0} | {1})"}, constant_identity=True),
+    UfuncFacts("bitwise_xor", {"biu": "({0} ^ {1})"}, constant_identity=True),
+    UfuncFacts("invert", {"b": "(!{0})", "iu": "(~{0})"}),
+    UfuncFacts("left_shift", {"iu": _h("lshift")}),
+    UfuncFacts("right_shift", {"iu": _h("rshift")}),
+    UfuncFacts("gcd", {"iu": _h("gcd")}),
+    UfuncFacts("isnan", {"biu": "0", "f": "isnan({0})"}),
+    UfuncFacts("isinf", {"biu": "0", "f": "isinf({0})"}),
+    UfuncFacts("isfinite", {"biu": "1", "f": "isfinite({0})"}),
+    _math("signbit", "signbit"),
+    _math("copysign", "copysign", nin=2, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("nextafter", "nextafter", nin=2, errors={"f": {OVER: _INF_2}}),
+    UfuncFacts("heaviside", {"f": "(isnan({0}) ? {0} : ({0} == 0 ? {1} : ({0} < 0 ? ({T})0 : ({T})1)))"}),
+    _math("arctan2", "atan2", nin=2, vectorizes=True),
+    _math("hypot", "hypot", nin=2, errors={"f": {OVER: _INF_2}}, propagates_nonfinite=_BOTH, vectorizes=True),
+    UfuncFacts("logaddexp", {"f": _h("logaddexp")}),
+    UfuncFacts("logaddexp2", {"f": _h("logaddexp2")}),
+    _math("sqrt", "sqrt", exact=True, errors={"f": {INVALID: "({0} < 0)"}}, propagates_nonfinite=_FIRST,
+          vectorizes=True),
+    _math("cbrt", "cbrt", propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("exp", "exp", errors={"f": _EXP}, vectorizes=True),
+    _math("exp2", "exp2", errors={"f": _EXP}, vectorizes=True),
+    _math("expm1", "expm1", errors={"f": _EXP}, vectorizes=True),
+    _math("log", "log", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("log2", "log2", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("log10", "log10", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("log1p", "log1p", errors={"f": {DIVIDE: "({0} == -1)", INVALID: "({0} < -1)"}},
+          propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("sin", "sin", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("cos", "cos", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("tan", "tan", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("arcsin", "asin", errors={"f": {INVALID: "(fabs({0}) > 1)"}}, propagates_nonfinite=_FIRST,
+          vectorizes=True),
+    _math("arccos", "acos", errors={"f": {INVALID: "(fabs({0}) > 1)"}}, propagates_nonfinite=_FIRST,
+          vectorizes=True),
+    _math("arctan", "atan", vectorizes=True),
+    _math("sinh", "sinh", errors={"f": _EXP}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("cosh", "cosh", errors={"f": _EXP}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("tanh", "tanh", vectorizes=True),
+    _math("arcsinh", "asinh", propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("arccosh", "acosh", errors={"f": {INVALID: "({0} < 1)"}}, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("arctanh", "atanh", errors={"f": {DIVIDE: "(fabs({0}) == 1)", INVALID: "(fabs({0}) > 1)"}},
+          propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("floor", "floor", exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("ceil", "ceil", exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("trunc", "trunc", exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    _math("rint", "rint", exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("deg2rad", {"f": "({0} * ({T})0.017453292519943295769)"}, propagates_nonfinite=_FIRST,
+               vectorizes=True),
+    UfuncFacts("radians", {"f": "({0} * ({T})0.017453292519943295769)"}, propagates_nonfinite=_FIRST),
+    UfuncFacts("rad2deg", {"f": "({0} * ({T})57.295779513082320877)"}, errors={"f": _EXP},
+               propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("degrees", {"f": "({0} * ({T})57.295779513082320877)"}, errors={"f": _EXP},
+               propagates_nonfinite=_FIRST),
 )
 
+#: ufunc name -> its facts: the one table every emitter, backend and the error checks read.
+UFUNCS: dict[str, UfuncFacts] = {facts.name: facts for facts in _ENTRIES}
 
-def _lookup(ufunc_name: str, kind: str, constant: bool = False) -> str | tuple[str, ...] | None:
-    entry = CONSTANT_OPERAND.get(ufunc_name) if constant else None
-    if entry is not None and any(kind in kinds for kinds in entry):
-        return next(template for kinds, template in entry.items() if kind in kinds)
-    entry = TABLE.get(ufunc_name)
+
+def facts(ufunc_name: str) -> UfuncFacts | None:
+    """The table's entry for ``ufunc_name`` (None: the kernels don't know it)."""
+    return UFUNCS.get(ufunc_name)
+
+
+def _for_kind(entry: dict[Kinds, Any], kind: str) -> Any:
+    return next((value for kinds, value in entry.items() if kind in kinds), None)
+
+
+def _lookup(ufunc_name: str, kind: str, constant: bool = False) -> Template | None:
+    entry = UFUNCS.get(ufunc_name)
     if entry is None:
         return None
-    for kinds, template in entry.items():
-        if kind in kinds:
-            return template
-    return None
+    template = _for_kind(entry.constant_operand, kind) if constant else None
+    return template if template is not None else _for_kind(entry.expressions, kind)
+
 
 
 def _name(ufunc: numpy.ufunc) -> str:
@@ -362,7 +447,7 @@ def render(
     Returns the expression (already cast to the output's C type) and the helper
     functions it needs, as {name: source}.  Operand expressions must already have
     the loop's input C types. ``constant_second``: operand 1 is a kernel scalar (see
-    CONSTANT_OPERAND).
+    UfuncFacts.constant_operand).
     """
     d = DIALECTS[dialect]
     nin = ufunc.nin
@@ -392,12 +477,6 @@ def render(
 
 
 # -- reductions -------------------------------------------------------------------------------
-#: Reduction operators whose start value doesn't depend on the data (the others start from inf,
-#: the dtype's limits, or NaN for fmax/fmin: fmax(nan, x) == x, and an all-NaN slice stays NaN).
-CONSTANT_IDENTITY = frozenset({"add", "multiply", "logical_or", "logical_and", "bitwise_or", "bitwise_xor",
-                               "bitwise_and"})
-
-
 def reduction_identity(op: str, dtype: numpy.dtype) -> numpy.generic:
     """The value a reduction with ``op`` starts from, in ``dtype``. A float sum starts from -0.0,
     the additive identity that keeps NumPy's sign of a sum of negative zeros (0.0 + -0.0 is 0.0)."""
@@ -419,8 +498,9 @@ def reduction_identity(op: str, dtype: numpy.dtype) -> numpy.generic:
 
 
 def identity_literal(op: str, dtype: numpy.dtype) -> str | None:
-    """``reduction_identity`` as C text, for the operators in CONSTANT_IDENTITY (else None)."""
-    if op not in CONSTANT_IDENTITY:
+    """``reduction_identity`` as C text, for the operators with UfuncFacts.constant_identity (else None)."""
+    entry = UFUNCS.get(op)
+    if entry is None or not entry.constant_identity:
         return None
     value = reduction_identity(op, dtype)
     if numpy.dtype(dtype).kind == "f":
@@ -472,96 +552,11 @@ def typedefs(dialect: str) -> str:
     return "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
 
 
-# -- floating-point errors ---------------------------------------------------------------------
-# NumPy's error categories, as the bits of its seterrcall flag (divide + 2*over + 4*under + 8*invalid).
-DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
-
-# When a NumPy loop raises a floating-point flag, as conditions over the operands {0}, {1}, the
-# result {r} (output 1 of a two-output ufunc: {r1}), in the loop's types; {MIN} is the smallest
-# value of a signed integer input type. Float loops raise IEEE's flags: divide by zero is an
-# exact infinity from finite operands, overflow a rounded one, invalid a NaN from non-NaN
-# operands (tests/test_errstate.py checks every entry against NumPy on special values). Integer
-# loops set NumPy's own: x // 0, x % 0 (divide), MIN // -1 (overflow). Underflow is not detected.
-_INF_1 = "(isinf({r}) && isfinite({0}))"
-_INF_2 = "(isinf({r}) && isfinite({0}) && isfinite({1}))"
-_NAN_2 = "(isnan({r}) && !isnan({0}) && !isnan({1}))"
-_BY_ZERO = "(isinf({r}) && isfinite({0}) && {1} == 0)"
-_QUOTIENT_OVER = "(isinf({r}) && isfinite({0}) && {1} != 0)"
-_ARITHMETIC = {OVER: _INF_2, INVALID: _NAN_2}
-_DIVISION = {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _NAN_2}
-# NumPy's float floor division also raises invalid where the quotient overflows (floor(inf) - inf)
-_FLOOR_INVALID = "(!isnan({0}) && !isnan({1}) && (isnan({r}) || (isinf({r}) && isfinite({0}) && {1} != 0)))"
-_POWER = {DIVIDE: "(isinf({r}) && {0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0 && isfinite({1}))",
-          INVALID: _NAN_2}
-_FLOAT_POWER = {**_POWER, DIVIDE: "(isinf({r}) && {0} == 0 && isfinite({1}))"}
-_INT_DIVISION = {DIVIDE: "({1} == 0)", OVER: "({1} == -1 && {0} == {MIN})"}
-_LOG = {DIVIDE: "({0} == 0)", INVALID: "({0} < 0)"}
-
-#: ufunc name -> {kinds of the loop's first input: {category: condition}}
-ERRORS: dict[str, dict[str, dict[int, str]]] = {
-    "add": {"f": _ARITHMETIC},
-    "subtract": {"f": _ARITHMETIC},
-    "multiply": {"f": _ARITHMETIC},
-    "divide": {"f": _DIVISION},
-    "true_divide": {"f": _DIVISION},
-    "floor_divide": {"i": _INT_DIVISION, "u": {DIVIDE: "({1} == 0)"},
-                     "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _FLOOR_INVALID}},
-    "remainder": {"iu": {DIVIDE: "({1} == 0)"}, "f": {INVALID: _NAN_2}},
-    "fmod": {"iu": {DIVIDE: "({1} == 0)"}, "f": {INVALID: _NAN_2}},
-    "divmod": {"i": _INT_DIVISION, "u": {DIVIDE: "({1} == 0)"},
-               "f": {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER,
-                     INVALID: "(" + _FLOOR_INVALID + " || (isnan({r1}) && !isnan({0}) && !isnan({1})))"}},
-    "power": {"f": _POWER},
-    "float_power": {"f": _FLOAT_POWER},
-    "square": {"f": {OVER: _INF_1}},
-    "reciprocal": {"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"}},
-    "exp": {"f": {OVER: _INF_1}},
-    "exp2": {"f": {OVER: _INF_1}},
-    "expm1": {"f": {OVER: _INF_1}},
-    "sinh": {"f": {OVER: _INF_1}},
-    "cosh": {"f": {OVER: _INF_1}},
-    "rad2deg": {"f": {OVER: _INF_1}},
-    "degrees": {"f": {OVER: _INF_1}},
-    "log": {"f": _LOG},
-    "log2": {"f": _LOG},
-    "log10": {"f": _LOG},
-    "log1p": {"f": {DIVIDE: "({0} == -1)", INVALID: "({0} < -1)"}},
-    "sqrt": {"f": {INVALID: "({0} < 0)"}},
-    "sin": {"f": {INVALID: "isinf({0})"}},
-    "cos": {"f": {INVALID: "isinf({0})"}},
-    "tan": {"f": {INVALID: "isinf({0})"}},
-    "arcsin": {"f": {INVALID: "(fabs({0}) > 1)"}},
-    "arccos": {"f": {INVALID: "(fabs({0}) > 1)"}},
-    "arccosh": {"f": {INVALID: "({0} < 1)"}},
-    "arctanh": {"f": {DIVIDE: "(fabs({0}) == 1)", INVALID: "(fabs({0}) > 1)"}},
-    "hypot": {"f": {OVER: _INF_2}},
-    "nextafter": {"f": {OVER: _INF_2}},
-}
-
-#: A float cast to a narrower float overflows where a finite value becomes infinite.
-NARROWING_CAST_ERRORS = {OVER: _INF_1}
-
-#: Float loops whose result is never finite when operand i is not (inf or NaN in, inf or NaN
-#: out): an error upstream of such an operand shows in the result, so kernels test the final
-#: value's finiteness first and look at each operation only when that test fails.
-PROPAGATES_NONFINITE: dict[str, tuple[int, ...]] = {
-    **dict.fromkeys(("add", "subtract", "multiply", "hypot"), (0, 1)),
-    **dict.fromkeys(("divide", "true_divide", "floor_divide", "remainder", "fmod", "copysign", "negative",
-                     "positive", "absolute", "fabs", "square", "sqrt", "cbrt", "sin", "cos", "tan", "log", "log2",
-                     "log10", "log1p", "floor", "ceil", "trunc", "rint", "deg2rad", "radians", "rad2deg",
-                     "degrees", "sinh", "cosh", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh"), (0,)),
-}
-
 
 def error_table(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> dict[int, str]:
     """{category: condition template} for ``ufunc``'s ``loop``: where NumPy raises which flag."""
-    entry = ERRORS.get(ufunc.__name__)
-    if entry is not None:
-        kind = loop[0].kind
-        for kinds, conditions in entry.items():
-            if kind in kinds:
-                return conditions
-    return {}
+    entry = UFUNCS.get(ufunc.__name__)
+    return (_for_kind(entry.errors, loop[0].kind) if entry is not None else None) or {}
 
 
 def error_categories(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> int:
@@ -579,7 +574,7 @@ def cast_error_categories(src: numpy.dtype, dst: numpy.dtype) -> int:
 
 def render_condition(template: str, operands: list[str], results: list[str], in_dtype: numpy.dtype,
                      dialect: str) -> str:
-    """C text of an error condition of ERRORS over operand and result expressions."""
+    """C text of an error condition (UfuncFacts.errors) over operand and result expressions."""
     minimum = ""
     if in_dtype.kind == "i":
         minimum = f"(({ctype(in_dtype)})({int(numpy.iinfo(in_dtype).min) + 1}) - 1)"

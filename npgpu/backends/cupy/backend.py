@@ -220,7 +220,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         power goes through exp(n log z), its reciprocal through a division (1/inf is nan there)."""
         z = inputs[0]
         if ufunc is numpy.power and self.is_native(z) and z.dtype.kind == "f":
-            # NumPy's loop special-cases a constant exponent (npgpu/kernels/ufuncs.py, CONSTANT_OPERAND)
+            # NumPy's loop special-cases a constant exponent (npgpu/kernels/ufuncs.py, UfuncFacts.constant_operand)
             special = _CONSTANT_POWER.get(inputs[1]) if isinstance(inputs[1], (int, float, numpy.floating)) else None
             return None if special is None else self._own_ufunc(getattr(numpy, special), (z,), {})
         if not (self.is_native(z) and z.dtype.kind == "c"):
@@ -285,9 +285,10 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     def _eager_errors(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], result: Any) -> None:
         """CuPy's ufuncs detect no floating-point errors: where NumPy's errstate here asks for this
         ufunc's, one more kernel applies the ufunc table's conditions (npgpu/kernels/ufuncs.py,
-        ERRORS) to the operands and the result, and its flags are reported as a fused kernel's."""
+        UfuncFacts.errors) to the operands and the result, and its flags are reported as a fused kernel's."""
         state = _fperr.current()
-        if not state.check or ufunc.__name__ not in ufuncs.ERRORS:
+        facts = ufuncs.facts(ufunc.__name__)
+        if not state.check or facts is None or not facts.errors:
             return
         results = result if isinstance(result, tuple) else (result,)
         if not all(self.is_native(r) for r in results) or any(r.dtype.kind not in "biuf" for r in results):
