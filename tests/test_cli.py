@@ -265,6 +265,12 @@ def test_info(tmp_path: Path) -> None:
     assert set(doc["backends"]) >= {"numpy", "cupy", "opencl"}
     for entry in doc["backends"].values():
         assert entry["available"] or entry["reason"]
+    thresholds = doc["thresholds"]
+    for name in ("cupy", "opencl"):
+        if doc["backends"][name]["available"]:  # (the costs the thresholds were computed from)
+            assert {f"{name} measured {k}" for k in ("launch_us", "device_GBps", "host_GBps", "upload_us",
+                                                     "upload_GBps")} <= set(thresholds)
+            assert all(thresholds[k] > 0 for k in thresholds if k.startswith(f"{name} measured"))
 
 
 def test_run_keyboard_interrupt_as_python(tmp_path: Path) -> None:
