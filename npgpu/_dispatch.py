@@ -589,6 +589,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
+    if out is None and not options and hosts and devices and state.fusion and method == "__call__":
+        recorded = _record_with_host_operands(uf, inputs, loop, operand_dtypes, backend, frame)
+        if recorded is not NotImplemented:
+            return recorded
     try:
         if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
             return out[0]
@@ -604,6 +608,24 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
+
+
+def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...],
+                               operand_dtypes: tuple[numpy.dtype, ...], backend: Any, frame: Any) -> Any:
+    """``device_array * host_array``: the host operand moves to the device (as it would for the
+    eager kernel), and the call is recorded like any other, so it fuses with what follows (resnet's
+    ``sum(x[..., None] * w, axis=...)`` is then one map-reduce kernel); NotImplemented when it
+    can't be recorded."""
+    if not _recorder.can_fuse(backend, uf, loop, operand_dtypes) or \
+            not all(type(x) in (DeviceArray, numpy.ndarray) or type(x) in _WEAK or isinstance(x, numpy.generic)
+                    for x in inputs):
+        return NotImplemented
+    try:
+        moved = tuple(DeviceArray(upload(x, backend, uf), backend) if type(x) is numpy.ndarray else x
+                      for x in inputs)
+    except FALLBACK_FAULTS:  # [device faults] the general path decides (and counts) what runs where
+        return NotImplemented
+    return _fast_call(uf, moved, True, frame)
 
 
 def _zero_d_arrays(result: Any) -> Any:

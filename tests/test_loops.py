@@ -152,3 +152,22 @@ def test_bad_basic_keys_raise_numpys_errors(device_backend):
                 host[key]
             with pytest.raises(IndexError):
                 a[key]
+
+
+def test_a_host_operand_of_device_work_moves_and_fuses_with_what_follows(device_backend):
+    """resnet's sum(x[..., None] * w, axis=...) with small host weights: w moves to the device at
+    the call, and the product is recorded, so the sum reduces its graph; a later write into w
+    does not change the pending product (NumPy computed it at the call)."""
+    rng = numpy.random.default_rng(5)
+    x_host, w = rng.random((6, 5, 4)), rng.random((4, 3))
+    want = numpy.sum(x_host[:, :, :, None] * w[None, None, :, :], axis=(1, 2))
+    with npgpu.enable(device_backend, threshold=0):
+        x = npgpu.asarray(x_host)
+    with npgpu.enable(device_backend, threshold=1 << 20):  # (w stays a host array)
+        product = x[:, :, :, None] * w[None, None, :, :]
+        if npgpu.backends.get_backend(device_backend).supports_fusion:
+            assert product._pending is not None  # (recorded: the sum below reduces the graph)
+        w[...] = 0.0
+        got = npgpu.sum(product, axis=(1, 2))
+    assert type(got) is npgpu.DeviceArray
+    numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-14)

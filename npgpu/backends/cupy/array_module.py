@@ -398,7 +398,10 @@ class ArrayModuleBackend(Backend):
         return a.view(*args, **kwargs)
 
     def basic_view(self, native: Any, key: Any) -> Any:
-        return native[key]  # (a basic key: nothing for _check_index_bounds to catch)
+        view = native[key]  # (a basic key: nothing for _check_index_bounds to catch)
+        if not self.is_native(view):  # (NumPy standing in: an all-int key gives a scalar, not the 0-d view)
+            view = native[(*(key if type(key) is tuple else (key,)), Ellipsis)]
+        return view
 
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
