@@ -310,3 +310,14 @@ def test_worker_plugin_sets_the_process_default(client) -> None:
     assert set(client.run(npgpu.current_backend).values()) == {"opencl"}
     with pytest.raises(ValueError):
         npgpu_dask.worker_plugin(OMP_NUM_THREADS="1")
+
+
+@pytest.mark.slow
+def test_dask_example_runs_on_a_local_cluster_with_numpys_answer() -> None:
+    _opencl_or_skip()
+    script = os.path.join(ROOT, "examples", "dask_stencil.py")
+    env = {**os.environ, "NPGPU_BACKEND": "", "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, script, "128", "2", "3"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "equal       True" in done.stdout and "workers     2" in done.stdout, done.stdout
