@@ -69,6 +69,7 @@ linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)
 fft = _namespace.submodule("npgpu.fft", _numpy.fft)
 random = _random.build()
 native_wrappers = _namespace.native_wrappers
+__array_namespace_info__ = _namespace.ArrayNamespaceInfo  # the array API's devices: "cpu" and the backend in force
 
 __version__ = "0.1.0"
 __all__ = [  # npgpu's own names; NumPy's are added to the module namespace above

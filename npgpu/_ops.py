@@ -156,6 +156,13 @@ CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.as
 IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
                                     numpy.asfortranarray})
 
+#: Functions taking the array API's ``device=`` (NumPy's take only "cpu"): npgpu's dispatcher
+#: places their result on the named device (a backend's name, ``x.device``) or on the host
+#: ("cpu"); the namespace wrappers send every call naming ``device=`` to it.
+DEVICE_KEYWORD = frozenset({numpy.arange, numpy.asarray, numpy.asanyarray, numpy.empty, numpy.empty_like,
+                            numpy.eye, numpy.full, numpy.full_like, numpy.linspace, numpy.ones, numpy.ones_like,
+                            numpy.zeros, numpy.zeros_like})
+
 # -- writes ---------------------------------------------------------------------------------------
 
 #: Functions (and ndarray methods) that write into their first argument -> NumPy's message when it

@@ -38,6 +38,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     #: Arrays smaller than this move with one plain copy; the pinned pipeline pays above it.
     pinned_min_bytes = 4 << 20
 
+    cuda_memory = True  # (cupy.ndarray: __cuda_array_interface__ and a kDLCUDA DLPack capsule)
+
     def __init__(self, device: int | None = None) -> None:
         import cupy
 

@@ -52,6 +52,7 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
 
     name = "opencl"
     is_host = False
+    dlpack_native = False  # (pyopencl's arrays have no DLPack export: device arrays export host copies)
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = routing.FUNCTIONS
     # GPUs: the base values (not measured here).  CPU devices (PoCL) set their own in __init__.
     default_threshold_bytes: int = 1 << 20
