@@ -200,3 +200,23 @@ def test_named_tuple_results_keep_numpys_type(device_backend: str, name: str) ->
     assert type(got) is type(expected)
     for field in expected._fields:
         numpy.testing.assert_array_equal(npgpu.asnumpy(getattr(got, field)), getattr(expected, field))
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.int64, numpy.float64, numpy.bool_])
+def test_array_api_astype_runs_on_opencl(dtype) -> None:
+    """``numpy.astype`` (the array API's function, which xarray and scikit-learn call) is the
+    method's cast on the device: NumPy's values, dtype and 0-d arrays, no fallback."""
+    from conftest import _OPENCL_REASON
+
+    if _OPENCL_REASON is not None:
+        pytest.skip(_OPENCL_REASON)
+    host = numpy.linspace(-3.0, 3.0, 12).reshape(3, 4)
+    with npgpu.enable("opencl", threshold=0):
+        x = npgpu.asarray(host)
+        zero_d, host_zero_d = x[1, 2:3].reshape(()), host[1, 2:3].reshape(())
+        npgpu.report(reset=True)
+        for got, expected in ((npgpu.astype(x, dtype), numpy.astype(host, dtype)),
+                              (npgpu.astype(zero_d, dtype), numpy.astype(host_zero_d, dtype))):
+            assert type(got) is npgpu.DeviceArray and got.dtype == expected.dtype and got.shape == expected.shape
+            numpy.testing.assert_array_equal(npgpu.asnumpy(got), expected)
+        assert npgpu.report().as_dict()["functions"]["astype"]["fallback"] == 0
