@@ -11,8 +11,22 @@ from typing import Any
 
 import numpy as _numpy
 
-from . import _array, _callsite, _config, _dispatch, _fperr, _hooks, _namespace, _native, _ops, _random, _transfer
+from . import (
+    _array,
+    _callsite,
+    _config,
+    _dispatch,
+    _fperr,
+    _hooks,
+    _integrations,
+    _namespace,
+    _native,
+    _ops,
+    _random,
+    _transfer,
+)
 from ._array import DeviceArray
+from ._callsite import array_libraries, set_array_libraries
 from ._config import current_backend, disable, enable
 from ._dispatch import report
 from ._errors import (
@@ -58,13 +72,14 @@ linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)
 fft = _namespace.submodule("npgpu.fft", _numpy.fft)
 random = _random.build()
 native_wrappers = _namespace.native_wrappers
+__array_namespace_info__ = _namespace.ArrayNamespaceInfo  # the array API's devices: "cpu" and the backend in force
 
 __version__ = "0.1.0"
 __all__ = [  # npgpu's own names; NumPy's are added to the module namespace above
     "BackendUnavailableError", "DeviceArray", "DeviceLostError", "DeviceMemoryError", "FallbackError",
     "FallbackWarning", "KernelBuildError", "PerformanceWarning", "Report", "StagingTimeoutError",
-    "asnumpy", "current_backend", "disable", "enable", "explain", "native_wrappers", "report", "routed_functions",
-    "sync",
+    "array_libraries", "asnumpy", "current_backend", "disable", "enable", "explain", "native_wrappers", "report",
+    "routed_functions", "set_array_libraries", "sync",
 ]
 __all__ += [name for name in _numpy.__all__ if name not in __all__]  # `from npgpu import *` is NumPy's star
 __numpy_version__ = _numpy.__version__
@@ -125,3 +140,5 @@ def __dir__() -> list[str]:
 
 
 _config.enable_from_environment()  # (last: a backend imported here finds the namespace complete)
+# Dask learns about device arrays when (and only if) dask.array is imported: npgpu.dask registers them
+_integrations.after_import("dask.array", "npgpu.dask")

@@ -271,10 +271,31 @@ class DeviceArray(NDArrayOperatorsMixin):
         return _core.namespace
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._native.__dlpack__(**kwargs)
+        """DLPack: the native array's own capsule (CuPy: device memory, zero-copy); where the
+        backend's arrays have none (OpenCL), a host copy's (kDLCPU), as ``copy=None`` allows."""
+        if self._backend.dlpack_native:
+            return self._native.__dlpack__(**kwargs)
+        if kwargs.get("copy") is False:
+            raise BufferError(f"npgpu's {self._backend.name} arrays can't be exported through DLPack without a copy "
+                              "(copy=False): they export a host copy")
+        device = kwargs.get("dl_device")
+        if device is not None and tuple(device) != (1, 0):
+            raise BufferError(f"npgpu's {self._backend.name} arrays export DLPack to the CPU (1, 0) only, not {device}")
+        return _core.to_host(self).__dlpack__(**{k: v for k, v in kwargs.items() if k not in ("copy", "dl_device")})
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._native.__dlpack_device__()
+        if self._backend.dlpack_native:
+            return self._native.__dlpack_device__()
+        return (1, 0)  # kDLCPU: the host copy __dlpack__ exports
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CUDA's array interface of an array in CUDA memory (the CuPy backend's); other backends'
+        arrays have none (an AttributeError, so ``hasattr`` says no)."""
+        if not self._backend.cuda_memory:
+            raise AttributeError(f"npgpu's {self._backend.name} arrays are not in CUDA memory: "
+                                 "no __cuda_array_interface__")
+        return self._native.__cuda_array_interface__
 
     # -- attributes ---------------------------------------------------------------------------
     @property
@@ -465,6 +486,8 @@ class DeviceArray(NDArrayOperatorsMixin):
         # as it does for NumPy's (libraries such as matplotlib probe with it).
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
+        if _called_from_library():  # a library gets host arrays: one download, not one call per item
+            return iter(_core.to_host(self))
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, key: Any) -> Any:

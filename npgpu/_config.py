@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from .backends import get_backend, resolve_auto
+from .backends import _REGISTRY, get_backend, resolve_auto
 
 _ON_FALLBACK = ("ignore", "warn", "raise", "log")
 #: Where large random draws come from (npgpu/_random.py): "auto": NumPy's streams for seeded
@@ -126,6 +126,23 @@ def enable(
         random=old.random if random is None else random,
     )
     return _StateChange(new)
+
+
+def device_backend(device: Any) -> Any:
+    """The backend whose arrays report ``device`` (``x.device``: a device backend's name), or
+    None where ``device`` names none (then it is NumPy's to accept or refuse)."""
+    backend = current().backend
+    if backend is not None and device == backend.name and not backend.is_host:
+        return backend
+    if isinstance(device, str) and device in _REGISTRY and device != "numpy":
+        return get_backend(device)
+    return None
+
+
+def placing_all_on(backend: Any) -> _StateChange:
+    """Now, and in a ``with`` block: ``backend`` in force with threshold 0, so what is made or
+    converted goes to its device whatever its size (the array API's ``device=``)."""
+    return _StateChange(replace(current(), backend=backend, threshold=0))
 
 
 def disable() -> _StateChange:

@@ -49,6 +49,8 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
+    if "device" in kwargs and func in _ops.DEVICE_KEYWORD:
+        return _on_named_device(func, args, kwargs)
     if func in _ops.METADATA:
         return func(*(_proxy_tree(a) for a in args), **kwargs)
     if func in _ops.MEMORY:
@@ -213,6 +215,24 @@ def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ba
         return None
     native = _lazy.reduce(func, args[0], axis, bool(kwargs.get("keepdims", False)))
     return None if native is None else wrap(native, backend, func)
+
+
+def _on_named_device(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The array API's ``device=``: "cpu" gives NumPy's host array; a device backend's name (what
+    ``x.device`` says) gives an array on that device whatever its size; anything else is NumPy's
+    to refuse (its ValueError)."""
+    device = kwargs["device"]
+    rest = {k: v for k, v in kwargs.items() if k != "device"}
+    if device is None:
+        return function(func, args, rest)
+    if isinstance(device, str) and device == "cpu":
+        _report.record(func, "host")
+        return func(*_transfer.to_host_tree(args), **_transfer.to_host_tree(rest), device="cpu")
+    backend = _config.device_backend(device)
+    if backend is None:
+        return func(*_transfer.to_host_tree(args), **_transfer.to_host_tree(kwargs))  # NumPy's error
+    with _config.placing_all_on(backend):
+        return function(func, args, rest)
 
 
 def _on_host_by_choice(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

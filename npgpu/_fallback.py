@@ -14,7 +14,7 @@ from . import _config, _placement, _report
 from ._array import DeviceArray
 from ._errors import DeviceMemoryError
 from ._report import notify
-from ._transfer import scan, to_host_tree, upload
+from ._transfer import same_sequence, scan, to_host_tree, upload
 from .lazy import materialize as _lazy
 
 
@@ -23,7 +23,7 @@ def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) 
     if isinstance(result, numpy.ndarray) and id(result) in copies:
         return copies[id(result)][0]
     if isinstance(result, tuple):
-        return tuple(_restore(r, copies) for r in result)
+        return same_sequence(result, [_restore(r, copies) for r in result])
     return result
 
 
@@ -76,7 +76,7 @@ def place_result(result: Any, state: _config.State, args: tuple[Any, ...], given
                 except DeviceMemoryError:  # [device faults] too large for the device: it stays on the host
                     return result
     if isinstance(result, (tuple, list)):
-        return type(result)(place_result(r, state, args, given) for r in result)
+        return same_sequence(result, [place_result(r, state, args, given) for r in result])
     return result
 
 

@@ -191,10 +191,10 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
             state = config._default
         if state.backend is None:
             return func(*args, **kwargs)
-        if fast and small(args, kwargs, state.host_limit):
+        if fast and small(args, kwargs, state.host_limit) and not (kwargs and "device" in kwargs):
             small_calls[0] += 1
             return impl(*args, **kwargs)
-        return _dispatch.function(func, args, kwargs)
+        return _dispatch.function(func, args, kwargs)  # (device=: the dispatcher places the result)
 
     return _finish(routed, func, module)
 
@@ -256,7 +256,7 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
                 num = args[2] if len(args) > 2 else kwargs.get("num", 50)
                 if type(num) is int:
                     n = num
-        if 0 <= n * 8 < state.create_limit:
+        if 0 <= n * 8 < state.create_limit and not (kwargs and "device" in kwargs):
             small_calls[0] += 1
             return func(*args, **kwargs) if kwargs else func(*args)
         return routed(*args, **kwargs)
@@ -286,6 +286,8 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
         if state.backend is None or not args:
             return func(*args, **kwargs)
         if kwargs:
+            if "device" in kwargs:
+                return routed(*args, **kwargs)
             for value in kwargs.values():
                 if type(value) not in plain and not isinstance(value, numpy.dtype):
                     return routed(*args, **kwargs)
@@ -366,6 +368,44 @@ def _wrapper(func: Any, module: str, native: bool = True) -> Callable[..., Any]:
     if func in _ops.IN_MEMORY_CONSTRUCTORS:
         return wrap_constructor(func, module, native)
     return wrap_function(func, module, native)
+
+
+class ArrayNamespaceInfo(numpy.__array_namespace_info__):  # type: ignore[misc,name-defined]
+    """``npgpu.__array_namespace_info__()``: NumPy's answers, with npgpu's devices. A device is
+    what ``x.device`` says: ``"cpu"`` (NumPy's arrays) or the name of the device backend in
+    force (``"opencl"``, ``"cupy"``); creation functions take either as ``device=``."""
+
+    def devices(self) -> list[str]:
+        backend = _config.current().backend
+        return ["cpu"] if backend is None or backend.is_host else ["cpu", backend.name]
+
+    def default_device(self) -> str:
+        return self.devices()[-1]  # (npgpu places by size: large arrays go to the device in force)
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:
+        _host_device(device)
+        return super().default_dtypes()
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, Any]:
+        backend = _host_device(device)
+        found = super().dtypes(kind=kind)
+        if backend is None:
+            return found
+        return {name: dtype for name, dtype in found.items() if backend.supports_dtypes((numpy.dtype(dtype),))}
+
+
+def _host_device(device: Any) -> Any:
+    """None for the host ("cpu", None); the device backend named by ``device``; else NumPy's ValueError."""
+    if device is None or (isinstance(device, str) and device == "cpu"):
+        return None
+    backend = _config.device_backend(device)
+    if backend is None:
+        raise ValueError(f"Device not understood. npgpu's devices are {_config_devices()}, but received: {device}")
+    return backend
+
+
+def _config_devices() -> list[str]:
+    return ArrayNamespaceInfo().devices()
 
 
 def numpy_dispatched() -> frozenset[Any]:

@@ -140,7 +140,7 @@ CREATIONS: dict[Callable[..., Any], Creation] = {
 DTYPE_POSITION: dict[Any, int] = {
     numpy.empty: 1, numpy.zeros: 1, numpy.ones: 1, numpy.full: 2, numpy.empty_like: 1, numpy.zeros_like: 1,
     numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.logspace: 5, numpy.eye: 3,
-    numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
+    numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
     numpy.prod: 2, numpy.nansum: 2, numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2,
     numpy.cumsum: 2, numpy.cumprod: 2,
 }
@@ -155,6 +155,13 @@ CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.as
 #: The constructors from data in memory (the namespace's short road; files take the general one).
 IN_MEMORY_CONSTRUCTORS = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray,
                                     numpy.asfortranarray})
+
+#: Functions taking the array API's ``device=`` (NumPy's take only "cpu"): npgpu's dispatcher
+#: places their result on the named device (a backend's name, ``x.device``) or on the host
+#: ("cpu"); the namespace wrappers send every call naming ``device=`` to it.
+DEVICE_KEYWORD = frozenset({numpy.arange, numpy.asarray, numpy.asanyarray, numpy.empty, numpy.empty_like,
+                            numpy.eye, numpy.full, numpy.full_like, numpy.linspace, numpy.ones, numpy.ones_like,
+                            numpy.zeros, numpy.zeros_like})
 
 # -- writes ---------------------------------------------------------------------------------------
 
@@ -188,7 +195,7 @@ HOST_IO = frozenset({numpy.save, numpy.savez, numpy.savez_compressed, numpy.save
 #: Functions whose 0-d results NumPy returns as 0-d arrays rather than scalars.
 #: (tests/test_scalars.py checks each entry against NumPy itself)
 ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy.ascontiguousarray, numpy.copy,
-                             numpy.ndarray.copy, numpy.reshape, numpy.ndarray.astype, numpy.ndarray.view,
+                             numpy.ndarray.copy, numpy.reshape, numpy.ndarray.astype, numpy.astype, numpy.ndarray.view,
                              numpy.zeros, numpy.ones, numpy.empty, numpy.full, numpy.zeros_like, numpy.ones_like,
                              numpy.empty_like, numpy.full_like, numpy.squeeze, numpy.transpose, numpy.real,
                              numpy.imag, numpy.where, numpy.roll, numpy.pad, numpy.broadcast_to,

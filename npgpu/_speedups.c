@@ -43,7 +43,7 @@ static PyTypeObject *g_plain[MAX_PLAIN];
 static int g_nplain;
 
 static PyObject *s_fusion;
-static PyObject *s_default, *s_backend, *s_host_limit, *s_create_limit, *s_nbytes, *s_num, *s_axis,
+static PyObject *s_default, *s_backend, *s_host_limit, *s_create_limit, *s_nbytes, *s_num, *s_device, *s_axis,
     *s_is_host;
 
 /* A count of small host calls, read and reset by npgpu.report() as cell[0]: incrementing a C
@@ -350,6 +350,22 @@ call_dispatcher(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *
     return result;
 }
 
+/* Whether a call names device= (the array API's placement, which the dispatcher decides). */
+static int
+names_device(PyObject *kwnames)
+{
+    if (kwnames == NULL) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (name == s_device || PyUnicode_Compare(name, s_device) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *
 function_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -361,7 +377,7 @@ function_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwna
     if (fields->backend == Py_None) {
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
-    if (self->fast) {
+    if (self->fast && !names_device(kwnames)) {
         Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
         int small = small_host_call(args, n, fields->host_limit);
         if (small < 0) {
@@ -495,7 +511,7 @@ creation_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwna
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     }
     long long n = creation_size(self, args, PyVectorcall_NARGS(nargsf), kwnames);
-    if (n >= 0 && n <= LLONG_MAX / 8 && n * 8 < fields->create_limit) {
+    if (n >= 0 && n <= LLONG_MAX / 8 && n * 8 < fields->create_limit && !names_device(kwnames)) {
         if (count_small_call(self) < 0) {
             return NULL;
         }
@@ -523,6 +539,9 @@ constructor_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     Py_INCREF(backend);
     PyObject *result = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (names_device(kwnames)) {
+        goto routed;
+    }
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyObject *value = args[nargs + i];
         if (!is_plain(Py_TYPE(value)) && !PyObject_TypeCheck(value, g_dtype)) {
@@ -1878,6 +1897,7 @@ PyInit__speedups(void)
     INTERN(s_create_limit, "create_limit");
     INTERN(s_nbytes, "nbytes");
     INTERN(s_num, "num");
+    INTERN(s_device, "device");
     INTERN(s_axis, "axis");
     INTERN(s_is_host, "is_host");
     INTERN(s_fusion, "fusion");

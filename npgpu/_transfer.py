@@ -118,6 +118,15 @@ def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> t
     return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
 
 
+def same_sequence(result: tuple[Any, ...] | list[Any], items: Any) -> Any:
+    """``items`` in a sequence of ``result``'s type: a named tuple (NumPy's ``UniqueCountsResult``,
+    ``SlogdetResult``, ...) stays one, with its fields."""
+    kind = type(result)
+    if issubclass(kind, tuple) and kind is not tuple and hasattr(kind, "_fields"):
+        return kind(*items)
+    return kind(items)
+
+
 def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: list[DeviceArray] | None = None) -> Any:
     """Backend results -> device arrays; tuples/lists element by element; scalars as they are.
 
@@ -133,7 +142,7 @@ def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: li
             return _view_of(result, backend, sources, func)
         return DeviceArray(result, backend, readonly=func in _ops.READ_ONLY_RESULTS)
     if isinstance(result, tuple):
-        return tuple(wrap(r, backend, func, scalars, sources) for r in result)
+        return same_sequence(result, [wrap(r, backend, func, scalars, sources) for r in result])
     if isinstance(result, list):
         return [wrap(r, backend, func, scalars, sources) for r in result]
     return result

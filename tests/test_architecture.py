@@ -24,8 +24,8 @@ ROOT = pathlib.Path(npgpu.__file__).parent
 #: (and the graph is acyclic). A new module goes into one of them (docs/ARCHITECTURE.md).
 LAYERS: list[tuple[str, ...]] = [
     # facts and mechanisms that know nothing of arrays
-    ("npgpu._errors", "npgpu._ops", "npgpu._callsite", "npgpu._hooks", "npgpu._speedups", "npgpu.kernels",
-     "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
+    ("npgpu._errors", "npgpu._ops", "npgpu._callsite", "npgpu._integrations", "npgpu._hooks", "npgpu._speedups",
+     "npgpu.kernels", "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
     ("npgpu._native", "npgpu._fperr", "npgpu._report"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.costs", "npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends",
@@ -43,14 +43,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("npgpu._namespace", "npgpu._random"),
     ("npgpu",),  # the composition root
     # programs and tools on top of the package
-    ("npgpu.testing", "npgpu._harness", "npgpu.legacy", "npgpu.cli", "npgpu.cli.run", "npgpu.cli.bench",
+    ("npgpu.dask_hooks", "npgpu.dask",
+     "npgpu.testing", "npgpu._harness", "npgpu.legacy", "npgpu.cli", "npgpu.cli.run", "npgpu.cli.bench",
      "npgpu.cli.info", "npgpu.__main__"),
 ]
 LAYER = {module: rank for rank, group in enumerate(LAYERS) for module in group}
 
 #: Third-party packages a backend imports inside a function, so that ``import npgpu`` never
 #: imports them (tests/test_namespace.py checks that in a subprocess).
-LAZY_THIRD_PARTY = ("cupy", "pyopencl", "matplotlib")
+LAZY_THIRD_PARTY = ("cupy", "pyopencl", "matplotlib", "distributed")
 
 
 def _name(path: pathlib.Path) -> str:

@@ -44,6 +44,11 @@ class Backend:
     name: ClassVar[str] = "base"
     #: True when arrays live in the host's own memory (the numpy backend).
     is_host: ClassVar[bool] = False
+    #: Whether native arrays export themselves through DLPack (``__dlpack__``); where they don't,
+    #: a device array exports a host copy (kDLCPU), as DLPack's ``copy=None`` allows.
+    dlpack_native: ClassVar[bool] = True
+    #: Whether native arrays are in CUDA memory with ``__cuda_array_interface__`` (CuPy's).
+    cuda_memory: ClassVar[bool] = False
     #: Arrays made from nothing (zeros, arange, random) go to the device from this size (bytes).
     default_threshold_bytes: ClassVar[int] = 1 << 20
     #: Work on host inputs smaller than this (bytes) stays in NumPy: the upload would not pay.

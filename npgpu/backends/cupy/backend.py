@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import sys
 import threading
 import weakref
@@ -38,10 +39,13 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     #: Arrays smaller than this move with one plain copy; the pinned pipeline pays above it.
     pinned_min_bytes = 4 << 20
 
+    cuda_memory = True  # (cupy.ndarray: __cuda_array_interface__ and a kDLCUDA DLPack capsule)
+
     def __init__(self, device: int | None = None) -> None:
         import cupy
 
         self.xp = cupy
+        device = _device_from_environment() if device is None else device
         if device is not None:
             cupy.cuda.Device(int(device)).use()
         super().__init__()
@@ -72,6 +76,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
         if not cupy.cuda.is_available():
             return "CuPy is installed but finds no usable CUDA GPU (cupy.cuda.is_available() is False)"
+        device = _device_from_environment() if device is None else device
         if device is not None and not 0 <= int(device) < cupy.cuda.runtime.getDeviceCount():
             return f"there is no CUDA device {device}"
         return None
@@ -461,6 +466,17 @@ def _at_boundary(method: Callable[..., Any]) -> Callable[..., Any]:
 for _name in ("from_host", "to_host", "sync", "run_fused", "reduce_fused", "call_function", "call_ufunc",
               "random_call"):
     setattr(CupyBackend, _name, _at_boundary(getattr(CupyBackend, _name)))
+
+def _device_from_environment() -> int | None:
+    """``NPGPU_CUDA_DEVICE``: the CUDA device index a process uses where ``enable(device=)`` names
+    none (a Dask worker's device; under ``CUDA_VISIBLE_DEVICES`` indices count the visible ones)."""
+    text = os.environ.get("NPGPU_CUDA_DEVICE", "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"NPGPU_CUDA_DEVICE must be a CUDA device index (0, 1, ...), not {text!r}")
+    return int(text)
+
 
 #: CuPy backends made so far: at exit, each device finishes its queued work before the interpreter
 #: frees the memory (host and pinned) that it may still read or write.

@@ -93,6 +93,7 @@ class Movement(Backend):
             raise ValueError("axes don't match array")
         return a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
 
+    @implements(numpy.astype, kwargs=("dtype", "copy"), complex_values=True)  # (the array API's function)
     @implements(numpy.ndarray.astype, kwargs=("dtype", "order", "casting", "copy"), complex_values=True)
     def astype(self, a: CLArray, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True) -> CLArray:
         dtype = numpy.dtype(dtype)

@@ -104,7 +104,7 @@ def supports_function(
         # complex values live on the device but are only moved there, not computed on
         if func not in COMPLEX_FUNCTIONS:
             return False
-        if func is numpy.ndarray.astype and target.kind != "c":
+        if (func is numpy.ndarray.astype or func is numpy.astype) and target.kind != "c":
             return False
         if func in (numpy.ndarray.__setitem__, numpy.ndarray.fill) and args[0].dtype.kind != "c":
             return False
