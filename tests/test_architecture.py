@@ -25,7 +25,7 @@ ROOT = pathlib.Path(npgpu.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     # facts and mechanisms that know nothing of arrays
     ("npgpu._errors", "npgpu._ops", "npgpu._callsite", "npgpu._hooks", "npgpu._speedups", "npgpu.kernels",
-     "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
+     "npgpu.kernels.complexmath", "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
     ("npgpu._native", "npgpu._fperr", "npgpu._report"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends", "npgpu.backends.numpy_backend",
@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
      *(f"npgpu.backends.cupy.{m}" for m in ("array_module", "staging", "kernels", "backend")),
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
-                                              "creation", "reductions", "movement", "indexing", "linalg", "backend"))),
+                                              "creation", "reductions", "movement", "indexing", "linalg",
+                                              "complexvalues", "backend"))),
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),
