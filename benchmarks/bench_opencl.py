@@ -110,3 +110,22 @@ class E8:
         result = _e8(self.xp, *self.args)
         self.sync()
         return result
+
+
+class ComplexUfunc(Ufunc):
+    """complex128 ufuncs: NumPy's loops against the OpenCL kernels of kernels/complexmath.py."""
+
+    params = (["numpy", "opencl"], ["multiply", "divide", "absolute", "exp"], [10**4, 10**6])
+    param_names = ["impl", "ufunc", "n"]
+
+    def setup(self, impl, ufunc, n):
+        self.uf = getattr(numpy, ufunc)
+        rng = numpy.random.default_rng(0)
+        z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        self.args = (z, z[::-1].copy())[: self.uf.nin]
+        self.out = numpy.empty(n, self.uf(*(a[:1] for a in self.args)).dtype)
+        if impl == "opencl":
+            self.cl = _backend()
+            self.args = tuple(self.cl.from_host(a) for a in self.args)
+            self.out = self.cl.empty((n,), self.out.dtype)
+            self.time_ufunc(impl, ufunc, n)  # compile outside the timing

@@ -25,7 +25,8 @@ ROOT = pathlib.Path(npgpu.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     # facts and mechanisms that know nothing of arrays
     ("npgpu._errors", "npgpu._ops", "npgpu._callsite", "npgpu._integrations", "npgpu._hooks", "npgpu._speedups",
-     "npgpu.kernels", "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.codegen", "npgpu.lazy"),
+     "npgpu.kernels", "npgpu.kernels.complexmath", "npgpu.kernels.ufuncs", "npgpu.kernels.ir",
+     "npgpu.kernels.codegen", "npgpu.lazy"),
     ("npgpu._native", "npgpu._fperr", "npgpu._report"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.costs", "npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends",
@@ -34,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
                                               "creation", "reductions", "movement", "indexing", "linalg", "philox",
-                                              "backend"))),
+                                              "complexvalues", "backend"))),
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),

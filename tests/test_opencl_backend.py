@@ -209,7 +209,8 @@ def test_without_fp64_float64_is_refused(cl):
 
 def test_unsupported_says_no(cl):
     c16 = numpy.dtype(numpy.complex128)
-    assert not cl.supports_ufunc(numpy.add, "__call__", (c16, c16, c16), {})
+    assert not cl.supports_ufunc(numpy.sin, "__call__", (c16, c16), {})  # (complex sin: NumPy's, README)
+    assert cl.supports_ufunc(numpy.add, "__call__", (c16, c16, c16), {})
     f8 = numpy.dtype(numpy.float64)
     assert not cl.supports_ufunc(numpy.add, "__call__", (f8, f8, f8), {"order": "F"})
     assert not cl.supports_ufunc(numpy.add, "accumulate", (f8,), {})

@@ -211,8 +211,10 @@ def test_complex_storage_and_layout(cl):
     check(cl.to_host(e), z2)
     check(cl.to_host(cl.full((2, 2), 1j)), numpy.full((2, 2), 1j))
     assert cl.supports_function(numpy.reshape, (z.dtype,), (d, (6, 4)), {})
-    assert not cl.supports_function(numpy.sum, (z.dtype,), (d,), {})
-    assert not cl.supports_ufunc(numpy.add, "__call__", (z.dtype,) * 3, {})
+    assert cl.supports_function(numpy.sum, (z.dtype,), (d,), {})  # (complex values: tests/test_opencl_complex.py)
+    assert not cl.supports_function(numpy.prod, (z.dtype,), (d,), {})  # (README: complex products)
+    assert cl.supports_ufunc(numpy.add, "__call__", (z.dtype,) * 3, {})
+    assert not cl.supports_ufunc(numpy.sin, "__call__", (z.dtype,) * 2, {})
     assert not cl.supports_function(numpy.ndarray.astype, (z.dtype,), (d, numpy.float64), {})
 
 

@@ -103,10 +103,10 @@ def _idx(layout_index64: bool, dialect: str) -> str:
 
 
 def _needs_fp64(dtypes: set[numpy.dtype]) -> bool:
-    return any(numpy.dtype(dt) == numpy.float64 for dt in dtypes)
+    return any(numpy.dtype(dt) in (numpy.float64, numpy.complex128) for dt in dtypes)
 
 
-def _preamble(dialect: str, fp64: bool) -> list[str]:
+def _preamble(dialect: str, fp64: bool, complex_values: bool = False) -> list[str]:
     lines = []
     if dialect == "opencl":
         # FP_CONTRACT OFF: no fused multiply-add, so a*b+c rounds like NumPy.
@@ -115,8 +115,12 @@ def _preamble(dialect: str, fp64: bool) -> list[str]:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     else:
         lines.append("#pragma nv_diag_suppress 177")
-    lines.append(_table.typedefs(dialect))
+    lines.append(_table.typedefs(dialect, complex_values))
     return lines
+
+
+def _has_complex(dtypes: set[numpy.dtype]) -> bool:
+    return any(numpy.dtype(dt).kind == "c" for dt in dtypes)
 
 
 def emit_body(
@@ -172,8 +176,10 @@ def _covered(graph: Graph) -> set[Node]:
     return covered
 
 
-def error_conditions(node: Node, names: dict[Node, str], dialect: str) -> list[tuple[int, str]]:
-    """(category, C condition) for each category ``node`` checks, over the names of its values."""
+def error_conditions(node: Node, names: dict[Node, str], dialect: str,
+                     helpers: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """(category, C condition) for each category ``node`` checks, over the names of its values
+    (``helpers``: gets the helper functions the conditions call)."""
     if isinstance(node, Apply):
         table = _table.error_table(node.ufunc, node.loop)
         results = [names[node]]
@@ -187,8 +193,25 @@ def error_conditions(node: Node, names: dict[Node, str], dialect: str) -> list[t
         in_dtype = node.operand.dtype
     else:  # pragma: no cover - only Apply and Cast carry checks
         return []
-    return [(category, _table.render_condition(template, operands, results, in_dtype, dialect))
+    return [(category, _table.render_condition(template, operands, results, in_dtype, dialect, helpers))
             for category, template in table.items() if node.check & category]
+
+
+_FLAG_BITS = re.compile(r"\((.+) & \d+\)")
+
+
+def _one_test(found: list[tuple[int, str]]) -> list[str]:
+    """A node's conditions as the per-element test: one call where each category is a bit of the
+    same flags function (a complex loop's flag form, kernels/complexmath.py), else each condition."""
+    calls = {m.group(1) for _, c in found if (m := _FLAG_BITS.fullmatch(c))}
+    if len(found) > 1 and len(calls) == 1 and all(_FLAG_BITS.fullmatch(c) for _, c in found):
+        return [f"({calls.pop()} != 0)"]
+    return [c for _, c in found]
+
+
+def _flags_show(node: Node) -> bool:
+    facts = _table.facts(node.ufunc.__name__) if isinstance(node, Apply) else None
+    return facts is not None and node.loop[0].kind in facts.flagged_result_nonfinite
 
 
 class Checks:
@@ -213,15 +236,19 @@ class Checks:
     def __bool__(self) -> bool:
         return bool(self.details)
 
+    def _parts(self, names: list[str]) -> list[str]:
+        """The real values of ``names`` (a complex value's two parts)."""
+        return [p for t in names for p in ((f"{t}.re", f"{t}.im") if self.tests[t].kind == "c" else (t,))]
+
     def _nonfinite(self, names: list[str]) -> str:
         # x - x is +0 for finite x, NaN for inf and NaN: two instructions, in vectors too (OpenCL's
         # isfinite measured slower on PoCL); its bits are 0 exactly where every x is finite
-        return " + ".join(f"({t} - {t})" for t in names)
+        return " + ".join(f"({t} - {t})" for t in self._parts(names))
 
     def _test(self) -> str:
         if self.vector:
             return f"({self._nonfinite(list(self.tests))}) != 0"
-        return " || ".join([f"!isfinite({t})" for t in self.tests] + self.conditions)
+        return " || ".join([f"!isfinite({t})" for t in self._parts(list(self.tests))] + self.conditions)
 
     def inline(self) -> list[str]:
         if not self.details:
@@ -243,10 +270,10 @@ class Checks:
         names = [t for t in self.tests if t not in implied]
         terms = list(self.conditions)
         if names and self.dialect == "opencl":
-            wide = any(self.tests[t].itemsize == 8 for t in names)
+            wide = any(self.tests[t].itemsize == (16 if self.tests[t].kind == "c" else 8) for t in names)
             terms.insert(0, f"as_{'ulong' if wide else 'uint'}({self._nonfinite(names)})")
         else:
-            terms[:0] = [f"!isfinite({t})" for t in names]
+            terms[:0] = [f"!isfinite({t})" for t in self._parts(names)]
         return f"{acc} |= " + " | ".join(terms) + ";" if terms else ""
 
     def pending(self, acc: str) -> str:
@@ -258,7 +285,8 @@ def fold_declaration(acc: str, dialect: str) -> str:
     return f"{'ulong' if dialect == 'opencl' else 'int'} {acc} = 0;"
 
 
-def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, vector: str = "") -> Checks:
+def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, vector: str = "",
+                helpers: dict[str, str] | None = None) -> Checks:
     """The error checks of ``graph``'s checked nodes over the C names of its values (``flag``:
     the flag byte's lvalue with ``{}`` for its index). ``vector``: the names are OpenCL vectors,
     this the integer vector type of their size (``long4``); a condition holds where it holds in
@@ -272,11 +300,13 @@ def emit_checks(graph: Graph, names: dict[Node, str], dialect: str, flag: str, v
     any_ = "any" if vector else ""
     floats = False
     for k, node in enumerate(graph.error_nodes):
-        float_result = node.dtype.kind == "f"
-        for category, condition in error_conditions(node, names, dialect):
+        # (a complex result is tested like a float one where its loop's flags always leave it inf or NaN)
+        float_result = node.dtype.kind == "f" or (node.dtype.kind == "c" and _flags_show(node))
+        found = error_conditions(node, names, dialect, helpers)
+        for category, condition in found:
             details.append(f"if ({any_}({condition})) {set_flag(flag, 4 * k + category.bit_length() - 1)}")
-            if not float_result:
-                conditions.append(condition)
+        if not float_result:
+            conditions.extend(_one_test(found))
         floats = floats or float_result
         if float_result and node not in covered:
             tests[names[node]] = node.dtype
@@ -402,7 +432,7 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
     load = {i: addr[f"in{i}"] for i in range(len(graph.inputs))}
     stmts, results, helpers = emit_body(graph, dialect, load, scalar_names, names := {})
     stores = [f"{addr[f'out{k}']} = {res};" for k, res in enumerate(results)]
-    checks = emit_checks(graph, names, dialect, error_flag(dialect))
+    checks = emit_checks(graph, names, dialect, error_flag(dialect), helpers=helpers)
     # chunks fold their tests into one flag and check again where it is set (see Checks)
     deferred = bool(checks) and layout.chunked and not layout.inline_errors
 
@@ -424,9 +454,8 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
         else:
             body += [loop, *("  " + b for b in element(stores + checks.inline())), "}"]
     fp64 = _needs_fp64(graph.dtypes())
-    src = (
-        _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
-    )
+    src = (_preamble(dialect, fp64, _has_complex(graph.dtypes())) + list(helpers.values()) + [sig.header(name) + " {"]
+           + ["  " + b for b in body] + ["}"])
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
 
 
@@ -567,7 +596,7 @@ def map_reduce(
     if is_arg:
         sig.array("idx_out", "idx_off", numpy.dtype(numpy.int64), typed=True, const=False)
     _error_parameters(sig, graph, reduce_check)
-    tracked = _Tracking(graph, reduce_check, dialect)
+    tracked = _Tracking(graph, reduce_check, dialect, acc_dtype.kind == "c")
 
     act = _table.ctype(acc_dtype)
     unroll = layout.unroll if (layout.unroll > 1 and not is_arg and not layout.interleaved and ni == 1) else 1
@@ -586,10 +615,12 @@ def map_reduce(
     errors = bool(graph.error_nodes or reduce_check)
     implied = op in ("add", "multiply") and acc_dtype.kind == "f"
 
+    check_helpers: dict[str, str] = {}
+
     def fold(names: dict[Node, str]) -> list[str]:
         if not errors:
             return []
-        checks = emit_checks(graph, names, dialect, error_flag(dialect))
+        checks = emit_checks(graph, names, dialect, error_flag(dialect), helpers=check_helpers)
         statement = checks.accumulate("npg_nf", tuple(names[o] for o in graph.outputs) if implied else ())
         return [statement] if statement else []
 
@@ -610,7 +641,7 @@ def map_reduce(
                                               names := {})
         val = results[0]
         if graph.out_dtypes[0] != acc_dtype:
-            val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+            val = _accumulated(val, graph.out_dtypes[0], acc_dtype, dialect)
         return stmts + computed, val, names, needed, addr["idxin"] if n_index_in else ""
 
     def again(step: str) -> list[str]:
@@ -618,8 +649,9 @@ def map_reduce(
         if not errors:
             return []
         stmts, val, names, _, _ = element_at("kk")
-        checks = emit_checks(graph, names, dialect, error_flag(dialect)).inline()
-        test = "npg_nf" + (" || !isfinite(acc)" if acc_dtype.kind == "f" else "")
+        checks = emit_checks(graph, names, dialect, error_flag(dialect), helpers=check_helpers).inline()
+        test = "npg_nf" + {"f": " || !isfinite(acc)", "c": " || !isfinite(acc.re) || !isfinite(acc.im)"}.get(
+            acc_dtype.kind, "")
         return [f"if ({test}) {{", *("  " + t for t in tracked.start),
                 f"  for ({idx} kk = kk0; kk < kk1; kk += {step}) {{",
                 *("    " + t for t in stmts + checks + [f"{act} v = {val};"] + tracked.value("v")), "  }",
@@ -631,7 +663,8 @@ def map_reduce(
         body.extend(([fold_declaration("npg_nf", dialect)] if errors else []) + stmts + again("1"))
         body.append("acc_out[acc_off + g] = acc;")
         fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
-        src = _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"]
+        src = (_preamble(dialect, fp64, _has_complex(graph.dtypes() | {acc_dtype}))
+               + list({**helpers, **check_helpers}.values()) + [sig.header(name) + " {"])
         src += ["  " + b for b in body] + ["}"]
         return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
     kahan = op == "add" and acc_dtype.kind == "f"
@@ -677,9 +710,8 @@ def map_reduce(
     if is_arg:
         body.append("idx_out[idx_off + g] = bi;")
     fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
-    src = (
-        _preamble(dialect, fp64) + list(helpers.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
-    )
+    src = (_preamble(dialect, fp64, _has_complex(graph.dtypes() | {acc_dtype}))
+           + list({**helpers, **check_helpers}.values()) + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"])
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
 
 
@@ -687,28 +719,42 @@ def map_reduce(
 #: idempotent, the extra accumulators start from ``init`` too)
 
 
+def _accumulated(val: str, dtype: numpy.dtype, acc_dtype: numpy.dtype, dialect: str) -> str:
+    """A graph's reduced value ``val`` of ``dtype`` converted to the accumulator's dtype."""
+    if "c" in (dtype.kind, acc_dtype.kind):
+        return _table.cast(val, dtype, acc_dtype, dialect)
+    act = _table.ctype(acc_dtype)
+    return f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+
+
 class _Tracking:
     """A reduction's own error detection (map_reduce's ``reduce_check``): whether a reduced value
     was not finite or NaN (``value``), then the flags set where the result is inf or NaN all the
     same (``finish``); no statements when off."""
 
-    def __init__(self, graph: Graph, check: int, dialect: str) -> None:
+    def __init__(self, graph: Graph, check: int, dialect: str, complex_values: bool = False) -> None:
         self.check = check
+        self.complex = complex_values
         flag = error_flag(dialect)
         slot = len(graph.error_nodes)
         byte = "uchar" if dialect == "opencl" else "unsigned char"
         self.start = [f"{byte} npg_value_nf = 0, npg_value_nan = 0;"] if check else []
         tests = []
         if check & _table.OVER:
-            tests.append(("isinf(acc) && !npg_value_nf", 4 * slot + 1))
+            tests.append((f"{self._any('isinf', 'acc')} && !npg_value_nf", 4 * slot + 1))
         if check & _table.INVALID:
-            tests.append(("isnan(acc) && !npg_value_nan", 4 * slot + 3))
+            tests.append((f"{self._any('isnan', 'acc')} && !npg_value_nan", 4 * slot + 3))
         self.finish = [f"if ({test}) {set_flag(flag, i)}" for test, i in tests]
 
     def value(self, v: str) -> list[str]:
         if not self.check:
             return []
-        return [f"if (!isfinite({v})) {{ npg_value_nf = 1; if (isnan({v})) npg_value_nan = 1; }}"]
+        nonfinite = f"(!isfinite({v}.re) || !isfinite({v}.im))" if self.complex else f"!isfinite({v})"
+        return [f"if ({nonfinite}) {{ npg_value_nf = 1; if ({self._any('isnan', v)}) npg_value_nan = 1; }}"]
+
+    def _any(self, test: str, v: str) -> str:
+        """``test`` of ``v``, of either part of a complex ``v``."""
+        return f"({test}({v}.re) || {test}({v}.im))" if self.complex else f"{test}({v})"
 
 
 def _unrolled_reduce(
@@ -734,7 +780,7 @@ def _unrolled_reduce(
         stmts += fold(names)  # (errors: map_reduce)
         val = results[0]
         if graph.out_dtypes[0] != acc_dtype:
-            val = f"(({act}){val})" if acc_dtype.kind != "b" else f"(({act})({val} != 0))"
+            val = _accumulated(val, graph.out_dtypes[0], acc_dtype, dialect)
         return ["{", *("  " + s for s in stmts), f"  {target} = {combine(target, val)};", "}"], helpers
 
     lanes = [f"a{u}" for u in range(unroll)]

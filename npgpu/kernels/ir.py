@@ -217,7 +217,7 @@ class GraphBuilder:
         loop = tuple(numpy.dtype(dt) for dt in loop)
         if len(operands) != ufunc.nin or len(loop) != ufunc.nin + ufunc.nout:
             raise ValueError(f"{ufunc.__name__} takes {ufunc.nin} operands and {ufunc.nin + ufunc.nout} loop dtypes")
-        if not _table.supports_loop(ufunc, loop):
+        if not _table.supports_loop(ufunc, loop, complex_values=True):
             raise KeyError(f"no template for {ufunc.__name__} with loop {loop}")
         ops = tuple(self.cast(op, dt) for op, dt in zip(operands, loop[: ufunc.nin], strict=True))
         return tuple(Apply(ufunc, loop, ops, k, check if k == 0 else 0) for k in range(ufunc.nout))

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy
+
+from . import complexmath
 
 # -- C types ----------------------------------------------------------------
 # Generated code names types by these aliases; each dialect's preamble typedefs them.
@@ -28,6 +31,9 @@ CTYPES: dict[str, str] = {
     "u8": "u64_t",
     "f4": "f32_t",
     "f8": "f64_t",
+    # structs {re, im} (kernels/complexmath.py); computed on where a backend asks for them
+    "c8": "c64_t",
+    "c16": "c128_t",
 }
 
 _OPENCL_TYPEDEFS = {
@@ -93,6 +99,18 @@ def ctype(dtype: numpy.dtype) -> str:
 def is_supported_dtype(dtype: numpy.dtype) -> bool:
     dtype = numpy.dtype(dtype)
     return dtype.isnative and (dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES))
+
+
+def is_kernel_dtype(dtype: numpy.dtype) -> bool:
+    """A dtype generated kernels compute on: the supported ones and native complex64/complex128."""
+    dtype = numpy.dtype(dtype)
+    return is_supported_dtype(dtype) or (dtype.isnative and dtype.str[1:] in ("c8", "c16"))
+
+
+def _real_ctype(dtype: numpy.dtype) -> str:
+    """The C type of a complex dtype's parts (a real dtype's own)."""
+    t = ctype(dtype)
+    return complexmath.COMPLEX_TYPES[t][0] if t in complexmath.COMPLEX_TYPES else t
 
 
 def _wide_unsigned(dtype: numpy.dtype) -> str:
@@ -223,6 +241,13 @@ _INT_DIVISION = {DIVIDE: "({1} == 0)", OVER: "({1} == -1 && {0} == {MIN})"}
 _UINT_DIVISION = {DIVIDE: "({1} == 0)"}
 _LOG = {DIVIDE: "({0} == 0)", INVALID: "({0} < 0)"}
 _EXP = {OVER: _INF_1}
+# libm's cexp (glibc, as C99 Annex G allows): invalid where the imaginary part is inf or NaN and the
+# real part finite, or inf beside +inf, or nonzero beside a NaN real part; overflow where a finite
+# operand gives an infinite part. clog: divide by zero at 0.
+_CEXP = {OVER: "((isinf({r}.re) || isinf({r}.im)) && isfinite({0}.re) && isfinite({0}.im))",
+         INVALID: "((isfinite({0}.re) && !isfinite({0}.im)) || ({0}.re > 0 && isinf({0}.re) && isinf({0}.im)) "
+                  "|| (isnan({0}.re) && {0}.im != 0 && !isnan({0}.im)))"}
+_C_ZERO = "({0}.re == 0 && {0}.im == 0)"
 _TRIG = {INVALID: "isinf({0})"}
 
 #: A float cast to a narrower float overflows where a finite value becomes infinite.
@@ -259,12 +284,30 @@ class UfuncFacts:
     #: The float template is plain arithmetic or an OpenCL builtin that also takes vector types,
     #: with no helper function and no comparison: the same text computes a vector of them.
     vectorizes: bool = False
+    #: Kinds of loops whose result is inf or NaN wherever they raise a flag (every error shows in the
+    #: result: a kernel tests the result's finiteness first, the conditions only where it fails).
+    flagged_result_nonfinite: Kinds = ""
     #: As a reduction operator, its start value doesn't depend on the data (the others start from
     #: inf, the dtype's limits, or NaN for fmax/fmin: fmax(nan, x) == x, and an all-NaN slice stays NaN).
     constant_identity: bool = False
 
 
 _BOTH, _FIRST = (0, 1), (0,)
+
+
+def _flags(helper: str, nin: int, operands: str = "", categories: tuple[int, ...] = (DIVIDE, OVER, INVALID)
+           ) -> dict[int, str]:
+    """A complex loop's error conditions: the flags its helper's flag form computes (complexmath)."""
+    args = operands or ", ".join(f"{{{i}}}" for i in range(nin))
+    return {category: f"(@{helper}_flags({args}) & {category})" for category in categories}
+
+
+def _ordered(helper: str) -> dict[str, Any]:
+    """A complex comparison: NumPy's lexicographic order, which raises invalid for a NaN it compares."""
+    return {"c": f"@{helper}({{0}}, {{1}})"}
+
+
+_NZ0, _NZ1 = "({0}.re != 0 || {0}.im != 0)", "({1}.re != 0 || {1}.im != 0)"
 
 
 def _math(name: str, c: str, **facts: Any) -> UfuncFacts:
@@ -274,15 +317,20 @@ def _math(name: str, c: str, **facts: Any) -> UfuncFacts:
 
 
 _ENTRIES = (
-    UfuncFacts("add", {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})"}, exact=True,
-               errors={"f": _ARITHMETIC}, propagates_nonfinite=_BOTH, vectorizes=True, constant_identity=True),
-    UfuncFacts("subtract", {"iu": _wrap("-"), "f": "({0} - {1})"}, exact=True, errors={"f": _ARITHMETIC},
+    UfuncFacts("add", {"b": "({0} || {1})", "iu": _wrap("+"), "f": "({0} + {1})", "c": "@cadd({0}, {1})"}, exact=True,
+               errors={"f": _ARITHMETIC, "c": _flags("cadd", 2)}, propagates_nonfinite=_BOTH, vectorizes=True,
+               constant_identity=True, flagged_result_nonfinite="c"),
+    UfuncFacts("subtract", {"iu": _wrap("-"), "f": "({0} - {1})", "c": "@csub({0}, {1})"}, exact=True,
+               errors={"f": _ARITHMETIC, "c": _flags("csub", 2)}, flagged_result_nonfinite="c",
                propagates_nonfinite=_BOTH, vectorizes=True),
-    UfuncFacts("multiply", {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})"}, exact=True,
-               errors={"f": _ARITHMETIC}, propagates_nonfinite=_BOTH, vectorizes=True, constant_identity=True),
-    UfuncFacts("divide", {"f": "({0} / {1})"}, errors={"f": _DIVISION}, propagates_nonfinite=_FIRST,
+    UfuncFacts("multiply", {"b": "({0} && {1})", "iu": _wrap("*"), "f": "({0} * {1})", "c": "@cmul({0}, {1})"},
+               exact=True, errors={"f": _ARITHMETIC, "c": _flags("cmul", 2)}, propagates_nonfinite=_BOTH,
+               vectorizes=True, constant_identity=True, flagged_result_nonfinite="c"),
+    UfuncFacts("divide", {"f": "({0} / {1})", "c": "@cdiv({0}, {1})"}, errors={"f": _DIVISION, "c": _flags("cdiv", 2)},
+               propagates_nonfinite=_FIRST,
                vectorizes=True),
-    UfuncFacts("true_divide", {"f": "({0} / {1})"}, exact=True, errors={"f": _DIVISION},
+    UfuncFacts("true_divide", {"f": "({0} / {1})", "c": "@cdiv({0}, {1})"}, exact=True,
+               errors={"f": _DIVISION, "c": _flags("cdiv", 2)},
                propagates_nonfinite=_FIRST, vectorizes=True),
     UfuncFacts("floor_divide", {"i": _h("floordiv_s"), "u": _h("floordiv_u"), "f": _h("floordiv_f")},
                errors={"i": _INT_DIVISION, "u": _UINT_DIVISION,
@@ -301,36 +349,46 @@ _ENTRIES = (
                constant_operand={"f": "({1} == ({T})0.5 ? sqrt({0}) : ({1} == ({T})-1 ? ({T})1 / {0} : "
                                       "({1} == ({T})2 ? {0} * {0} : ({1} == ({T})1 ? {0} : pow({0}, {1})))))"}),
     _math("float_power", "pow", nin=2, errors={"f": _FLOAT_POWER}, vectorizes=True),
-    UfuncFacts("negative", {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})"}, exact=True,
+    UfuncFacts("negative", {"iu": "(({T})(({U})0 - ({U}){0}))", "f": "(-{0})", "c": "{MK}(-{0}.re, -{0}.im)"},
+               exact=True,
                propagates_nonfinite=_FIRST, vectorizes=True),
-    UfuncFacts("positive", {"iuf": "({0})"}, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
-    UfuncFacts("square", {"iu": _wrap("*").replace("{1}", "{0}"), "f": "({0} * {0})"}, exact=True,
-               errors={"f": {OVER: _INF_1}}, propagates_nonfinite=_FIRST, vectorizes=True),
-    UfuncFacts("reciprocal", {"f": "(({T})1 / {0})"}, vectorizes=True,
-               errors={"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"}}),
+    UfuncFacts("positive", {"iufc": "({0})"}, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("square", {"iu": _wrap("*").replace("{1}", "{0}"), "f": "({0} * {0})", "c": "@cmul({0}, {0})"},
+               exact=True, errors={"f": {OVER: _INF_1}, "c": _flags("cmul", 2, "{0}, {0}")},
+               propagates_nonfinite=_FIRST, vectorizes=True, flagged_result_nonfinite="c"),
+    UfuncFacts("reciprocal", {"f": "(({T})1 / {0})", "c": "@crecip({0})"}, vectorizes=True,
+               errors={"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"},
+                       "c": _flags("crecip", 1)}),
     UfuncFacts("absolute", {"b": "({0})", "i": "({0} < 0 ? ({T})(({U})0 - ({U}){0}) : {0})", "u": "({0})",
-                            "f": "fabs({0})"}, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
+                            "f": "fabs({0})", "c": "hypot({0}.re, {0}.im)"}, exact=True, propagates_nonfinite=_FIRST,
+               vectorizes=True),  # (NumPy's complex abs raises no overflow: npy_cabs)
     _math("fabs", "fabs", exact=True, propagates_nonfinite=_FIRST),
     UfuncFacts("sign", {"i": "(({0} > 0) - ({0} < 0))", "u": "({0} > 0)",
                         "f": "({0} > 0 ? ({T})1 : ({0} < 0 ? ({T})-1 : ({0} == 0 ? ({T})0 : {0})))"}, exact=True),
-    UfuncFacts("conjugate", {"biuf": "({0})"}),
-    UfuncFacts("maximum", {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX}, exact=True),
-    UfuncFacts("minimum", {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN}, exact=True),
-    UfuncFacts("fmax", {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})"}, exact=True, vectorizes=True),
-    UfuncFacts("fmin", {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})"}, exact=True, vectorizes=True),
+    UfuncFacts("conjugate", {"biuf": "({0})", "c": "{MK}({0}.re, -{0}.im)"}, exact=True),
+    UfuncFacts("maximum", {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX, "c": "@cmax({0}, {1})"}, exact=True),
+    UfuncFacts("minimum", {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN, "c": "@cmin({0}, {1})"}, exact=True),
+    UfuncFacts("fmax", {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})", "c": "@cfmax({0}, {1})"}, exact=True,
+               vectorizes=True),
+    UfuncFacts("fmin", {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})", "c": "@cfmin({0}, {1})"}, exact=True,
+               vectorizes=True),
     # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
     UfuncFacts("clip", {"biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
                         "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")"}),
-    UfuncFacts("equal", {"biuf": "({0} == {1})"}),
-    UfuncFacts("not_equal", {"biuf": "({0} != {1})"}),
-    UfuncFacts("less", {"biuf": "({0} < {1})"}),
-    UfuncFacts("less_equal", {"biuf": "({0} <= {1})"}),
-    UfuncFacts("greater", {"biuf": "({0} > {1})"}),
-    UfuncFacts("greater_equal", {"biuf": "({0} >= {1})"}),
-    UfuncFacts("logical_and", {"biuf": "({0} != 0 && {1} != 0)"}, constant_identity=True),
-    UfuncFacts("logical_or", {"biuf": "({0} != 0 || {1} != 0)"}, constant_identity=True),
-    UfuncFacts("logical_xor", {"biuf": "(({0} != 0) != ({1} != 0))"}),
-    UfuncFacts("logical_not", {"biuf": "({0} == 0)"}),
+    UfuncFacts("equal", {"biuf": "({0} == {1})", "c": "({0}.re == {1}.re && {0}.im == {1}.im)"}),
+    UfuncFacts("not_equal", {"biuf": "({0} != {1})", "c": "({0}.re != {1}.re || {0}.im != {1}.im)"}),
+    UfuncFacts("less", {"biuf": "({0} < {1})", **_ordered("clt")},
+               errors={"c": _flags("clt", 2, categories=(INVALID,))}),
+    UfuncFacts("less_equal", {"biuf": "({0} <= {1})", **_ordered("cle")},
+               errors={"c": _flags("cle", 2, categories=(INVALID,))}),
+    UfuncFacts("greater", {"biuf": "({0} > {1})", **_ordered("cgt")},
+               errors={"c": _flags("cgt", 2, categories=(INVALID,))}),
+    UfuncFacts("greater_equal", {"biuf": "({0} >= {1})", **_ordered("cge")},
+               errors={"c": _flags("cge", 2, categories=(INVALID,))}),
+    UfuncFacts("logical_and", {"biuf": "({0} != 0 && {1} != 0)", "c": f"({_NZ0} && {_NZ1})"}, constant_identity=True),
+    UfuncFacts("logical_or", {"biuf": "({0} != 0 || {1} != 0)", "c": f"({_NZ0} || {_NZ1})"}, constant_identity=True),
+    UfuncFacts("logical_xor", {"biuf": "(({0} != 0) != ({1} != 0))", "c": f"({_NZ0} != {_NZ1})"}),
+    UfuncFacts("logical_not", {"biuf": "({0} == 0)", "c": f"(!{_NZ0})"}),
     UfuncFacts("bitwise_and", {"biu": "({0} & {1})"}, constant_identity=True),
     UfuncFacts("bitwise_or", {"biu": "({0} | {1})"}, constant_identity=True),
     UfuncFacts("bitwise_xor", {"biu": "({0} ^ {1})"}, constant_identity=True),
@@ -338,9 +396,9 @@ _ENTRIES = (
     UfuncFacts("left_shift", {"iu": _h("lshift")}),
     UfuncFacts("right_shift", {"iu": _h("rshift")}),
     UfuncFacts("gcd", {"iu": _h("gcd")}),
-    UfuncFacts("isnan", {"biu": "0", "f": "isnan({0})"}),
-    UfuncFacts("isinf", {"biu": "0", "f": "isinf({0})"}),
-    UfuncFacts("isfinite", {"biu": "1", "f": "isfinite({0})"}),
+    UfuncFacts("isnan", {"biu": "0", "f": "isnan({0})", "c": "(isnan({0}.re) || isnan({0}.im))"}),
+    UfuncFacts("isinf", {"biu": "0", "f": "isinf({0})", "c": "(isinf({0}.re) || isinf({0}.im))"}),
+    UfuncFacts("isfinite", {"biu": "1", "f": "isfinite({0})", "c": "(isfinite({0}.re) && isfinite({0}.im))"}),
     _math("signbit", "signbit"),
     _math("copysign", "copysign", nin=2, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("nextafter", "nextafter", nin=2, errors={"f": {OVER: _INF_2}}),
@@ -349,13 +407,15 @@ _ENTRIES = (
     _math("hypot", "hypot", nin=2, errors={"f": {OVER: _INF_2}}, propagates_nonfinite=_BOTH, vectorizes=True),
     UfuncFacts("logaddexp", {"f": _h("logaddexp")}),
     UfuncFacts("logaddexp2", {"f": _h("logaddexp2")}),
-    _math("sqrt", "sqrt", exact=True, errors={"f": {INVALID: "({0} < 0)"}}, propagates_nonfinite=_FIRST,
-          vectorizes=True),
+    UfuncFacts("sqrt", {"f": "sqrt({0})", "c": "@csqrt({0})"}, exact=True, errors={"f": {INVALID: "({0} < 0)"}},
+               propagates_nonfinite=_FIRST, vectorizes=True),
     _math("cbrt", "cbrt", propagates_nonfinite=_FIRST, vectorizes=True),
-    _math("exp", "exp", errors={"f": _EXP}, vectorizes=True),
+    UfuncFacts("exp", {"f": "exp({0})", "c": "@cexp({0})"}, errors={"f": _EXP, "c": _CEXP}, vectorizes=True,
+               flagged_result_nonfinite="c"),
     _math("exp2", "exp2", errors={"f": _EXP}, vectorizes=True),
     _math("expm1", "expm1", errors={"f": _EXP}, vectorizes=True),
-    _math("log", "log", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
+    UfuncFacts("log", {"f": "log({0})", "c": "@clog({0})"}, errors={"f": _LOG, "c": {DIVIDE: _C_ZERO}},
+               propagates_nonfinite=_FIRST, vectorizes=True, flagged_result_nonfinite="c"),
     _math("log2", "log2", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("log10", "log10", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("log1p", "log1p", errors={"f": {DIVIDE: "({0} == -1)", INVALID: "({0} < -1)"}},
@@ -414,13 +474,16 @@ def _name(ufunc: numpy.ufunc) -> str:
     return ufunc.__name__
 
 
-def supports_loop(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
-    """True when the table has a template for this ufunc and resolved loop dtypes."""
-    if not all(is_supported_dtype(dt) for dt in loop):
+def supports_loop(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], complex_values: bool = False) -> bool:
+    """True when the table has a template for this ufunc and resolved loop dtypes (complex ones
+    only with ``complex_values``: a backend that computes on complex arrays asks so)."""
+    if not all(is_supported_dtype(dt) or (complex_values and is_kernel_dtype(dt)) for dt in loop):
         return False
     template = _lookup(_name(ufunc), loop[0].kind)
     if template is None:
         return False
+    if loop[0].kind == "c" and "@cmul(" in str(template) and numpy_complex_product_fuses(loop[0]) is None:
+        return False  # the host's NumPy rounds its complex products like neither formula
     return (len(template) if isinstance(template, tuple) else 1) == ufunc.nout
 
 
@@ -429,7 +492,7 @@ def float_suffix_needed(dialect: Dialect, loop: tuple[numpy.dtype, ...]) -> bool
 
 
 def _dialectize(text: str, dialect: Dialect, compute_dtype: numpy.dtype) -> str:
-    if dialect.float_suffix and compute_dtype == numpy.float32:
+    if dialect.float_suffix and compute_dtype in (numpy.float32, numpy.complex64):
         text = _MATH_RE.sub(lambda m: m.group(1) + "f(", text)
     return text
 
@@ -465,15 +528,71 @@ def render(
 
     def use_helper(m: re.Match[str]) -> str:
         key = m.group(1)
+        if in_dt.kind == "c":
+            return _complex_helper(key, d, in_dt, helpers) + "("
         fname = f"npg_{key.rsplit('_', 1)[0] if key.endswith(('_s', '_u', '_f', '_i')) else key}_{suffix}"
         src = _HELPERS[key].format(inline=d.inline, T=t_in, U=_wide_unsigned(in_dt), S=suffix)
         helpers[fname] = _dialectize(src, d, in_dt)
         return fname + "("
 
     text = re.sub(r"@(\w+)\(", use_helper, template)
-    text = text.format(*operands, T=ctype(out_dt), U=_wide_unsigned(out_dt) if out_dt.kind in "iu" else "u32_t")
+    text = text.format(*operands, T=ctype(out_dt), U=_wide_unsigned(out_dt) if out_dt.kind in "iu" else "u32_t",
+                       R=_real_ctype(in_dt), MK=complexmath.COMPLEX_TYPES.get(ctype(out_dt), ("", ""))[1])
     text = _dialectize(text, d, in_dt)
+    if out_dt.kind == "c":
+        return f"({text})", helpers  # (C casts no struct, not even to its own type)
     return f"(({ctype(out_dt)}){text})", helpers
+
+
+def _complex_helper(key: str, d: Dialect, dtype: numpy.dtype, helpers: dict[str, str]) -> str:
+    """Add complex helper ``key`` for ``dtype`` (and what it calls) to ``helpers``; its name."""
+    if key in ("cmul", "cmul_flags") and numpy_complex_product_fuses(dtype):
+        key = "cmul_fma" + key[4:]
+    for name, src in complexmath.sources(key, d.inline, ctype(dtype)).items():
+        helpers[name] = _dialectize(src, d, dtype)
+    return f"npg_{key}_{ctype(dtype)[:-2]}"
+
+
+_product_rounding: dict[numpy.dtype, bool | None] = {}
+
+
+def numpy_complex_product_fuses(dtype: numpy.dtype) -> bool | None:
+    """Whether the host NumPy's complex multiply (and square) of ``dtype`` rounds with FMA.
+
+    NumPy's complex multiply and square loops: with FMA (the SIMD loops of hosts that have it,
+    x86-64-v3 and newer) the real part is fma(ar, br, -(ai*bi)) and the imaginary part
+    fma(ar, bi, ai*br); without, both are plain products and sums. True or False when its results
+    on probe values match one of the two formulas exactly, None when they match neither (then
+    npgpu can't promise NumPy's digits)."""
+    dtype = numpy.dtype(dtype)
+    if dtype in _product_rounding:
+        return _product_rounding[dtype]
+    real = numpy.empty(0, dtype).real.dtype.type
+    rng = numpy.random.default_rng(12345)
+    x = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(dtype)
+    y = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(dtype)
+
+    def fma(a: Any, b: Any, c: Any) -> Any:  # a*b + c rounded once, to ``real``
+        exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+        return real(float(exact)) if real is numpy.float64 else real(numpy.float64(float(exact)))
+
+    def product(a: numpy.ndarray, b: numpy.ndarray, fused: bool) -> tuple[numpy.ndarray, numpy.ndarray]:
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        if not fused:
+            return ar * br - ai * bi, ar * bi + ai * br
+        re = numpy.array([fma(p, q, -(s * t)) for p, q, s, t in zip(ar, br, ai, bi)], real)
+        im = numpy.array([fma(p, q, s * t) for p, q, s, t in zip(ar, bi, ai, br)], real)
+        return re, im
+
+    answer = None
+    for fused in (True, False):
+        checks = ((numpy.multiply(x, y), x, y), (numpy.square(x), x, x))
+        if all(numpy.array_equal(got.real, re) and numpy.array_equal(got.imag, im)
+               for got, a, b in checks for re, im in (product(a, b, fused),)):
+            answer = fused
+            break
+    _product_rounding[dtype] = answer
+    return answer
 
 
 # -- reductions -------------------------------------------------------------------------------
@@ -503,6 +622,9 @@ def identity_literal(op: str, dtype: numpy.dtype) -> str | None:
     if entry is None or not entry.constant_identity:
         return None
     value = reduction_identity(op, dtype)
+    if numpy.dtype(dtype).kind == "c":
+        make = complexmath.COMPLEX_TYPES[ctype(dtype)][1]
+        return f"{make}({repr(float(value.real))}, {repr(float(value.imag))})"
     if numpy.dtype(dtype).kind == "f":
         return "-0.0" if value == 0 else repr(float(value))
     return f"(({ctype(numpy.dtype(dtype))}){int(value)})"
@@ -534,6 +656,16 @@ def numpy_casts_like_x86() -> bool:
 def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str) -> str:
     """C for ``expression`` (of dtype ``source``) converted as NumPy converts it to ``target``."""
     ct = ctype(target)
+    if source.kind == "c":  # (complex to real: NumPy warns ComplexWarning; the backends keep it in NumPy)
+        if target.kind == "b":
+            return f"(({ct})({expression}.re != 0 || {expression}.im != 0))"
+        if target.kind != "c":
+            raise KeyError(f"no cast from {source} to {target} in generated code")
+        real = _real_ctype(target)
+        return f"{complexmath.COMPLEX_TYPES[ct][1]}(({real}){expression}.re, ({real}){expression}.im)"
+    if target.kind == "c":
+        real = _real_ctype(target)
+        return f"{complexmath.COMPLEX_TYPES[ct][1]}(({real}){expression}, ({real})0)"
     if target.kind == "b":
         return f"(({ct})({expression} != 0))"  # C truncates 0.5 to 0; NumPy's bool is "nonzero"
     via = _FLOAT_TO_INT_VIA.get(target.str[1:]) if source.kind == "f" else None
@@ -547,9 +679,11 @@ def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str
     return f"(({ct})({fits} ? ({vt}){expression} : ({vt}){smallest}))"
 
 
-def typedefs(dialect: str) -> str:
-    """The typedef block every generated kernel starts with."""
-    return "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
+def typedefs(dialect: str, complex_values: bool = False) -> str:
+    """The typedef block every generated kernel starts with (``complex_values``: with the complex
+    struct types)."""
+    text = "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
+    return text + "\n" + complexmath.typedefs(dialect) if complex_values else text
 
 
 
@@ -573,10 +707,14 @@ def cast_error_categories(src: numpy.dtype, dst: numpy.dtype) -> int:
 
 
 def render_condition(template: str, operands: list[str], results: list[str], in_dtype: numpy.dtype,
-                     dialect: str) -> str:
+                     dialect: str, helpers: dict[str, str] | None = None) -> str:
     """C text of an error condition (UfuncFacts.errors) over operand and result expressions."""
     minimum = ""
     if in_dtype.kind == "i":
         minimum = f"(({ctype(in_dtype)})({int(numpy.iinfo(in_dtype).min) + 1}) - 1)"
+    if "@" in template:  # (complex loops: their flags come from a helper; ``helpers`` gets it)
+        d = DIALECTS[dialect]
+        found = helpers if helpers is not None else {}
+        template = re.sub(r"@(\w+)\(", lambda m: _complex_helper(m.group(1), d, in_dtype, found) + "(", template)
     text = template.format(*operands, r=results[0], r1=results[-1], MIN=minimum)
     return _dialectize(text, DIALECTS[dialect], in_dtype)

@@ -8,7 +8,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy
@@ -18,48 +17,9 @@ from ...kernels import codegen, ufuncs
 
 _COMPLEX_PRODUCTS = frozenset({numpy.multiply, numpy.square, numpy.power, numpy.reciprocal})
 _CONSTANT_POWER = {0.5: "sqrt", -1: "reciprocal", 2: "square", 1: "positive"}
-# NumPy's complex multiply and square loops: with FMA (the SIMD loops of hosts that have it,
-# x86-64-v3 and newer) the real part is fma(ar, br, -(ai*bi)) and the imaginary part
-# fma(ar, bi, ai*br); without, both are plain products and sums. Device code follows the host
-# (_COMPLEX_BODIES "multiply_fma" and "multiply").
-_product_rounding: dict[numpy.dtype, bool | None] = {}
-
-
-def _numpy_complex_product_fuses(dtype: numpy.dtype) -> bool | None:
-    """Whether the host NumPy's complex multiply (and square) of ``dtype`` rounds with FMA:
-    True or False when its results on probe values match one of the two formulas exactly,
-    None when they match neither (then npgpu can't promise NumPy's digits)."""
-    dtype = numpy.dtype(dtype)
-    if dtype in _product_rounding:
-        return _product_rounding[dtype]
-    real = numpy.empty(0, dtype).real.dtype.type
-    rng = numpy.random.default_rng(12345)
-    x = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(dtype)
-    y = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(dtype)
-
-    def fma(a: Any, b: Any, c: Any) -> Any:  # a*b + c rounded once, to ``real``
-        exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
-        return real(float(exact)) if real is numpy.float64 else real(numpy.float64(float(exact)))
-
-    def product(a: numpy.ndarray, b: numpy.ndarray, fused: bool) -> tuple[numpy.ndarray, numpy.ndarray]:
-        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-        if not fused:
-            return ar * br - ai * bi, ar * bi + ai * br
-        re = numpy.array([fma(p, q, -(s * t)) for p, q, s, t in zip(ar, br, ai, bi)], real)
-        im = numpy.array([fma(p, q, s * t) for p, q, s, t in zip(ar, bi, ai, br)], real)
-        return re, im
-
-    answer = None
-    for fused in (True, False):
-        checks = ((numpy.multiply(x, y), x, y), (numpy.square(x), x, x))
-        if all(numpy.array_equal(got.real, re) and numpy.array_equal(got.imag, im)
-               for got, a, b in checks for re, im in (product(a, b, fused),)):
-            answer = fused
-            break
-    _product_rounding[dtype] = answer
-    return answer
-
-
+# NumPy's complex multiply and square loops round with FMA or not as the host's NumPy does
+# (_COMPLEX_BODIES "multiply_fma" and "multiply"): the probe is the kernel table's.
+_numpy_complex_product_fuses = ufuncs.numpy_complex_product_fuses
 
 
 def _small_integer_exponent(x: Any) -> int | None:

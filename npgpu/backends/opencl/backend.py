@@ -17,7 +17,7 @@ import numpy
 
 from .. import random_kernels
 from ..base import Backend
-from . import routing
+from . import complexvalues, routing  # noqa: F401  (complexvalues: its functions register)
 from .creation import Creation
 from .device import Device, _choose_device
 from .elementwise import Elementwise

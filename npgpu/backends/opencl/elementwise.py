@@ -133,10 +133,12 @@ class Elementwise(Backend):
                     loop = self._resolve(ufunc, dtypes, kwargs)
                 except (TypeError, ValueError):
                     return False
-            for o in _outs(kwargs):
-                if o is not None and not (self.supports_dtypes((o.dtype,)) and _table.is_supported_dtype(o.dtype)):
+            for k, o in enumerate(_outs(kwargs)):
+                if o is not None and not (self.supports_dtypes((o.dtype,)) and _table.is_kernel_dtype(o.dtype)):
                     return False
-            return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop)
+                if o is not None and o.dtype.kind != "c" and k < ufunc.nout and loop[ufunc.nin + k].kind == "c":
+                    return False  # (complex stored into a real array: NumPy's ComplexWarning and real part)
+            return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop, complex_values=True)
         if method == "reduce":
             if ufunc not in _ops.UFUNC_REDUCTIONS or set(kwargs) - {
                 "axis",

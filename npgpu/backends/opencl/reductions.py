@@ -21,7 +21,7 @@ from .routing import implements
 def _reduction_errors(op: str, acc: numpy.dtype) -> tuple[_fperr.Launch | None, int]:
     """A user's sum or product reports overflow and invalid values as NumPy's reduce does
     ("overflow encountered in reduce"): the launch's report and map_reduce's reduce_check."""
-    if op not in ("add", "multiply") or acc.kind != "f":
+    if op not in ("add", "multiply") or acc.kind not in "fc":
         return None, 0
     state = _fperr.current()
     check = state.check & (_table.OVER | _table.INVALID)
@@ -258,12 +258,12 @@ class Reductions(Backend):
         b = ir.GraphBuilder()
         x = b.input(a.dtype)
         val: ir.Node = b.cast(x, acc)
-        if nan_to is not None and a.dtype.kind == "f":
-            # nansum/nanprod: NaN counts as the identity
+        if nan_to is not None and a.dtype.kind in "fc":
+            # nansum/nanprod: NaN counts as the identity (a complex NaN: either part NaN)
             isn = b.apply(numpy.isnan, (a.dtype, numpy.dtype(bool)), x)[0]
             val = ir.Select(isn, b.scalar(acc), val)
         inputs = [a]
-        scalars: list[Any] = [] if nan_to is None or a.dtype.kind != "f" else [_table.reduction_identity(op, acc)]
+        scalars: list[Any] = [] if nan_to is None or a.dtype.kind not in "fc" else [_table.reduction_identity(op, acc)]
         shape = a.shape
         if isinstance(where, CLArray):
             mask = b.input(numpy.dtype(bool))
@@ -302,7 +302,7 @@ class Reductions(Backend):
             return out
         return result
 
-    @implements(numpy.mean, kwargs=("axis", "dtype", "out", "keepdims", "where"))
+    @implements(numpy.mean, kwargs=("axis", "dtype", "out", "keepdims", "where"), complex_values=True)
     def mean(
         self,
         a: CLArray,
@@ -565,9 +565,13 @@ def _trace(self: Reductions, a: CLArray, offset: int = 0, axis1: int = 0, axis2:
     return self.reduction("sum", diagonal, axis=-1, dtype=dtype, out=out)
 
 
-implements(numpy.sum)(_red("sum"))
+# complex sums: the kernels' complex add (the order of the additions differs from NumPy's pairwise
+# sum, as for floats). Complex products stay in NumPy: a product that overflows and then meets an
+# infinity ends NaN, and the reduction's own check (an inf or NaN result from finite values) can't
+# tell the overflow NumPy reports there.
+implements(numpy.sum, complex_values=True)(_red("sum"))
 implements(numpy.prod)(_red("prod"))
-implements(numpy.nansum)(_red("nansum"))
+implements(numpy.nansum, complex_values=True)(_red("nansum"))
 implements(numpy.nanprod)(_red("nanprod"))
 implements(numpy.max, numpy.amax)(_minmax("max"))
 implements(numpy.min, numpy.amin)(_minmax("min"))
