@@ -21,6 +21,7 @@ from . import routing
 from .creation import Creation
 from .device import Device, _choose_device
 from .elementwise import Elementwise
+from .gather import Gather
 from .indexing import Indexing
 from .launch import Launch
 from .linalg import _HOST_ON_CPU, Linalg
@@ -41,7 +42,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Backend):
+                    Linalg, Gather, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:

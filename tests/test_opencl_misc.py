@@ -1,0 +1,207 @@
+"""The array functions issue #15 added to the OpenCL device (indexing and movement, products, small
+ufunc-like functions), compared with NumPy on every device backend; fallbacks raise, so a test
+fails where the device did not run the call."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+
+from npgpu._harness import differential
+
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOATS = ["float32", "float64"]
+#: on the device, or the test fails (on_fallback="raise")
+on_device = differential(on_fallback="raise")
+
+
+def _values(dtype, shape, seed=0):
+    rng = numpy.random.default_rng(seed)
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) > 0.5
+    if dt.kind in "iu":
+        info = numpy.iinfo(dt)
+        return rng.integers(max(info.min, -50), min(info.max, 50), shape, endpoint=True).astype(dt)
+    return (rng.standard_normal(shape) * 10).astype(dt)
+
+
+# -- ufuncs: frexp, ldexp, modf, spacing, lcm, bitwise_count ----------------------------------------
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -123.25, 1e-310, 5e-324, 1e300, -1e300, numpy.inf, -numpy.inf, numpy.nan,
+           1.7976931348623157e308, 3e38, 1e-40]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@differential(rtol=0.0, on_fallback="raise")
+def test_float_decompositions_are_numpys(xp, dtype):
+    with numpy.errstate(over="ignore"):
+        a = xp.asarray(numpy.array(SPECIAL).astype(dtype))
+        exponents = xp.asarray(numpy.array([3, -2000, 2000, 0, -1, 1, 2**40, -(2**40), 5, 6, 7, 8, 9, 10, 11, 12]))
+        mantissa, exponent = xp.frexp(a)
+        fraction, whole = xp.modf(a)
+        return (mantissa, exponent, xp.signbit(mantissa), fraction, whole, xp.signbit(fraction), xp.spacing(a),
+                xp.ldexp(a, exponents), xp.ldexp(a, exponents.astype("int32")), xp.ldexp(a[::2], 3),
+                xp.spacing(a[1::3]) * 2)
+
+
+@differential(on_fallback="raise")
+def test_ldexp_and_spacing_report_overflow(xp):
+    a = xp.asarray(numpy.array([1e308, 1.0]))
+    with pytest.warns(RuntimeWarning, match="overflow encountered in ldexp"):
+        big = xp.ldexp(a, 10)
+        xp.asarray(big).tolist()
+    with pytest.warns(RuntimeWarning, match="overflow encountered in spacing"):
+        top = xp.spacing(xp.asarray(numpy.array([numpy.finfo(numpy.float64).max])))
+        xp.asarray(top).tolist()
+    return big, top
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@differential(on_fallback="raise")
+def test_lcm_and_bitwise_count_are_numpys(xp, dtype):
+    info = numpy.iinfo(dtype)
+    rng = numpy.random.default_rng(1)
+    a = rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True)
+    a[:4], b[:4] = [info.min, info.max, 0, 12], [3, 0, 0, 18]
+    small = (a % 40).astype(dtype)
+    a, b, small = xp.asarray(a), xp.asarray(b), xp.asarray(small)
+    return xp.lcm(a, b), xp.lcm(small, b[::-1]), xp.lcm(small, 6), xp.bitwise_count(a), xp.bitwise_count(small)
+
+
+# -- constructors of device data, logspace, tri ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "complex128"])
+@on_device
+def test_array_and_asarray_of_device_arrays(xp, dtype):
+    a = xp.asarray(_values("float64", (3, 4)).astype(dtype))
+    b = xp.asarray(_values("int16", (3, 4), seed=2))
+    other = "complex64" if dtype == "complex128" else "float32"
+    same = xp.asarray(a)
+    with pytest.raises(ValueError):
+        xp.asarray(a, dtype=other, copy=False)
+    with pytest.raises(ValueError):
+        xp.array([a, a], copy=False)
+    return (same, xp.asarray(a, dtype=other), xp.array(a), xp.array(a.T, order="C"), xp.asarray(a.T, order="F"),
+            xp.array(a, ndmin=4), xp.array([a, b]), xp.asarray((a[0], a[1], b[2])), xp.array([[a, b], [b, a]]),
+            xp.asanyarray(a[:, ::2]), xp.array(a, dtype=other), xp.array(a.T, copy=False))
+
+
+@on_device
+def test_array_of_a_device_array_is_a_copy_and_asarray_is_not(xp):
+    a = xp.asarray(numpy.arange(6.0))
+    copied, same = xp.array(a), xp.asarray(a)
+    a[0] = 100.0
+    return copied, same, xp.shares_memory(a, same), xp.shares_memory(a, copied)
+
+
+@on_device
+def test_logspace_and_tri(xp):
+    return (xp.logspace(0, 3, 7), xp.logspace(1, 2, 5, endpoint=False, base=2.0), xp.logspace(0, 1, 4, dtype="float32"),
+            xp.tri(4), xp.tri(3, 5, 1), xp.tri(5, 3, -1, dtype="int8"), xp.tri(3, k=-1.5, dtype=bool), xp.tri(0))
+
+
+# -- take, put, take_along_axis, repeat, nonzero, fill_diagonal, copyto --------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint64", "bool", "complex64"])
+@on_device
+def test_take_is_numpys(xp, dtype):
+    a = xp.asarray(_values("float64", (4, 5, 3)).astype(dtype))
+    idx = xp.asarray(numpy.array([[0, -1], [2, 3]]))
+    with pytest.raises(IndexError):
+        xp.take(a, xp.asarray(numpy.array([7])), axis=1)
+    with pytest.raises(TypeError):
+        xp.take(a, xp.asarray(numpy.array([1.0])))
+    out = xp.zeros((4, 2, 2, 3), dtype=dtype)
+    xp.take(a, idx, axis=1, out=out)
+    return (xp.take(a, idx), xp.take(a, idx, axis=0), xp.take(a, idx, axis=-1), xp.take(a, [1, 0, 1], axis=2),
+            xp.take(a, 3, axis=1), xp.take(a[:, ::2], [9, -7], axis=1, mode="wrap"),
+            xp.take(a, [10, -10], axis=0, mode="clip"), out, xp.take(a, xp.asarray(numpy.zeros(0, int)), axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int16", "bool"])
+@on_device
+def test_put_is_numpys(xp, dtype):
+    a = xp.asarray(_values("float64", (4, 5)).astype(dtype))
+    b = xp.asarray(_values("float64", (4, 5)).astype(dtype))
+    c = xp.asarray(_values("float64", (6,)).astype(dtype))
+    xp.put(a, [0, 7, -1, 7], xp.asarray(_values(dtype, (3,), seed=4)))  # (the last of repeated positions wins)
+    xp.put(b.T, xp.asarray(numpy.array([1, 2, 30])), 1, mode="wrap")
+    xp.put(c, [[1, 2], [9, 0]], 0, mode="clip")
+    with pytest.raises(IndexError):
+        xp.put(c, [6], 1)
+    return a, b, c
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+@on_device
+def test_take_along_axis_is_numpys(xp, axis):
+    host = _values("float64", (3, 4, 5))
+    a = xp.asarray(host)
+    order = numpy.argsort(host, axis=axis)
+    picked = xp.take_along_axis(a, xp.asarray(order), axis=axis)
+    if axis is None:
+        return picked, xp.take_along_axis(a[1], xp.asarray(numpy.array([-1, 3, 0])), axis=None)
+    first = xp.asarray(numpy.expand_dims(numpy.argmax(host, axis=axis), axis))
+    return picked, xp.take_along_axis(a, first, axis=axis), xp.take_along_axis(a[:, ::2], first[:, :1], axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+@on_device
+def test_repeat_is_numpys(xp, dtype):
+    a = xp.asarray(_values("float64", (3, 4)).astype(dtype))
+    with pytest.raises(ValueError):
+        xp.repeat(a, [1, 2], axis=0)
+    with pytest.raises(ValueError):
+        xp.repeat(a, -1)
+    return (xp.repeat(a, 2), xp.repeat(a, 3, axis=1), xp.repeat(a, [1, 0, 2], axis=0),
+            xp.repeat(a.T, xp.asarray(numpy.array([2, 1, 0])), axis=-1), xp.repeat(a, 0, axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "uint32"])
+@on_device
+def test_nonzero_argwhere_flatnonzero(xp, dtype):
+    host = _values("int8", (4, 6), seed=5) % 3
+    a = xp.asarray(host.astype(dtype))
+    with pytest.raises(ValueError):
+        xp.nonzero(xp.asarray(numpy.array(1.0, dtype)))
+    return (xp.nonzero(a), xp.argwhere(a), xp.flatnonzero(a), xp.nonzero(a[:, ::2].T), xp.argwhere(a[0]),
+            xp.flatnonzero(a[::-1]), xp.nonzero(xp.zeros((0, 3), dtype)),
+            xp.argwhere(xp.asarray(numpy.array(2, dtype))))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "complex128"])
+@on_device
+def test_fill_diagonal_is_numpys(xp, dtype):
+    a, b = xp.zeros((4, 4), dtype), xp.zeros((7, 3), dtype)
+    c, d = xp.zeros((3, 3, 3), dtype), xp.zeros((3, 5), dtype)
+    e = xp.zeros((5, 5), dtype)
+    xp.fill_diagonal(a, 5)
+    xp.fill_diagonal(b, xp.asarray(numpy.array([1, 2], dtype)), wrap=True)
+    xp.fill_diagonal(c, 2)
+    xp.fill_diagonal(d, [7, 8, 9, 10])
+    xp.fill_diagonal(e[::2, 1:], 3)  # (a view: NumPy fills its diagonal in logical order)
+    with pytest.raises(ValueError):
+        xp.fill_diagonal(xp.zeros(3, dtype), 1)
+    with pytest.raises(ValueError):
+        xp.fill_diagonal(xp.zeros((2, 3, 2), dtype), 1)
+    return a, b, c, d, e
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "bool"])
+@on_device
+def test_copyto_is_numpys(xp, dtype):
+    a, b = xp.zeros((3, 4), dtype), xp.ones((3, 4), dtype)
+    src = xp.asarray(_values("float64", (4,)).astype(dtype))
+    mask = xp.asarray(_values("bool", (3, 4), seed=3))
+    xp.copyto(a, src)
+    xp.copyto(b, xp.asarray(numpy.array(7, dtype)), where=mask)
+    c = xp.zeros((2, 3), "float64")
+    xp.copyto(c, xp.asarray(numpy.arange(3, dtype="int32")))
+    xp.copyto(c[:, 1:], 2.5, where=mask[:2, :2])
+    with pytest.raises(TypeError):
+        xp.copyto(xp.zeros(3, "int32"), xp.asarray(numpy.ones(3)))
+    with pytest.raises(ValueError):
+        xp.copyto(xp.zeros(3, "float64"), xp.asarray(numpy.ones(4)))
+    return a, b, c
