@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any
 
 import numpy
+from numpy.testing.overrides import get_overridable_numpy_array_functions
 
 import npgpu
 from npgpu import _config, _ops, _placement, backends
@@ -170,8 +171,6 @@ _DENOMINATOR = ("NumPy's public functions of numpy, numpy.linalg and numpy.fft t
 def numpy_functions() -> list[str]:
     """The denominator of the coverage: NumPy's array functions that npgpu mirrors, spelled as
     ``npgpu.routed_functions`` spells them (``sum``, ``linalg.svd``, ``fft.fft``)."""
-    from numpy.testing.overrides import get_overridable_numpy_array_functions
-
     overridable = get_overridable_numpy_array_functions()
     names: set[str] = set()
     for module in (numpy, numpy.linalg, numpy.fft):
