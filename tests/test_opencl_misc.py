@@ -205,3 +205,74 @@ def test_copyto_is_numpys(xp, dtype):
     with pytest.raises(ValueError):
         xp.copyto(xp.zeros(3, "float64"), xp.asarray(numpy.ones(4)))
     return a, b, c
+
+
+# -- tile, pad, meshgrid, splits, diag, fftshift -----------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex128"])
+@on_device
+def test_tile_is_numpys(xp, dtype):
+    a = xp.asarray(_values("float64", (2, 3)).astype(dtype))
+    with pytest.raises(ValueError):
+        xp.tile(a, -1)
+    return (xp.tile(a, 2), xp.tile(a, (2, 1)), xp.tile(a, (3, 1, 2)), xp.tile(a[:, ::2], (1, 0)), xp.tile(a[0], 3),
+            xp.tile(a, 1), xp.tile(a.T, (2, 2)))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("dtype", ["float32", "int16", "complex64"])
+@on_device
+def test_pad_is_numpys(xp, mode, dtype):
+    a = xp.asarray(_values("float64", (3, 4)).astype(dtype))
+    extra = {"constant_values": ((1, 2), (3.5, -4))} if mode == "constant" else {}
+    results = [xp.pad(a, 2, mode=mode), xp.pad(a, ((1, 0), (0, 3)), mode=mode, **extra),
+               xp.pad(a[:, ::2], (1, 7), mode=mode), xp.pad(a[0], (5, 9), mode=mode), xp.pad(a, 0, mode=mode)]
+    with pytest.raises(ValueError):
+        xp.pad(a, -1, mode=mode)
+    if mode != "constant":
+        with pytest.raises(ValueError):
+            xp.pad(a, 1, mode=mode, constant_values=1)
+    return results
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@on_device
+def test_meshgrid_is_numpys(xp, indexing):
+    x = xp.asarray(numpy.arange(3.0))
+    y = xp.asarray(numpy.arange(4, dtype="int32"))
+    z = xp.asarray(numpy.linspace(0, 1, 2).astype("float32"))
+    with pytest.raises(ValueError):
+        xp.meshgrid(x, y, indexing="yx")
+    return (xp.meshgrid(x, y, indexing=indexing), xp.meshgrid(x, y, z, indexing=indexing),
+            xp.meshgrid(x, y, sparse=True, indexing=indexing), xp.meshgrid(x, copy=False, indexing=indexing),
+            xp.meshgrid(x[::2], y, z, sparse=True, copy=False, indexing=indexing))
+
+
+@on_device
+def test_h_v_d_split_are_numpys(xp):
+    a = xp.asarray(numpy.arange(48.0).reshape(4, 6, 2))
+    with pytest.raises(ValueError):
+        xp.hsplit(a, 4)
+    with pytest.raises(ValueError):
+        xp.dsplit(a[0], 2)
+    return (xp.hsplit(a, 3), xp.hsplit(a, [1, 4]), xp.vsplit(a, 2), xp.vsplit(a[:, ::2], [3]), xp.dsplit(a, 2),
+            xp.hsplit(a[0, :, 0], 2))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "uint8", "complex128"])
+@on_device
+def test_diag_and_diagflat_are_numpys(xp, dtype):
+    v = xp.asarray(_values("float64", (4,)).astype(dtype))
+    m = xp.asarray(_values("float64", (3, 5)).astype(dtype))
+    with pytest.raises(ValueError):
+        xp.diag(xp.zeros((2, 2, 2), dtype))
+    return (xp.diag(v), xp.diag(v, 2), xp.diag(v[::2], -1), xp.diag(m), xp.diag(m, 1), xp.diag(m, -2), xp.diag(m, 9),
+            xp.diagflat(m), xp.diagflat(v, -1))
+
+
+@on_device
+def test_fftshift_and_ifftshift_are_numpys(xp):
+    a = xp.asarray(numpy.arange(30.0).reshape(5, 6))
+    c = xp.asarray(numpy.arange(7) * (1 + 2j))
+    return (xp.fft.fftshift(a), xp.fft.ifftshift(a), xp.fft.fftshift(a, axes=0), xp.fft.ifftshift(a, axes=(1,)),
+            xp.fft.fftshift(c), xp.fft.ifftshift(c), xp.fft.ifftshift(xp.fft.fftshift(a[:, 1:])))
