@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
                                               "creation", "reductions", "movement", "indexing", "linalg", "gather",
-                                              "shaping", "backend"))),
+                                              "shaping", "products", "backend"))),
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),

@@ -276,3 +276,128 @@ def test_fftshift_and_ifftshift_are_numpys(xp):
     c = xp.asarray(numpy.arange(7) * (1 + 2j))
     return (xp.fft.fftshift(a), xp.fft.ifftshift(a), xp.fft.fftshift(a, axes=0), xp.fft.ifftshift(a, axes=(1,)),
             xp.fft.fftshift(c), xp.fft.ifftshift(c), xp.fft.ifftshift(xp.fft.fftshift(a[:, 1:])))
+
+
+# -- products -------------------------------------------------------------------------------------
+
+PRODUCT_DTYPES = ["float64", "float32", "int32", "int8", "uint16", "bool"]
+
+
+@pytest.mark.parametrize("dtype", PRODUCT_DTYPES)
+@on_device
+def test_inner_vdot_kron_are_numpys(xp, dtype):
+    a = xp.asarray(_values(dtype, (3, 4)))
+    b = xp.asarray(_values(dtype, (2, 5, 4), seed=1))
+    v = xp.asarray(_values(dtype, (4,), seed=2))
+    with pytest.raises(ValueError):
+        xp.inner(a, xp.asarray(_values(dtype, (3,))))
+    return (xp.inner(a, b), xp.inner(v, v), xp.inner(a, v), xp.inner(a[:, ::2], b[..., 1::2]), xp.vdot(a, a),
+            xp.vdot(v, a[1]), xp.kron(a, v), xp.kron(v, b), xp.kron(a[:2, :2], a.T[:2]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int16"])
+@on_device
+def test_cross_is_numpys(xp, dtype):
+    a = xp.asarray(_values(dtype, (4, 3)))
+    b = xp.asarray(_values(dtype, (4, 3), seed=1))
+    c = xp.asarray(_values(dtype, (3, 5), seed=2))
+    return (xp.cross(a, b), xp.cross(a[0], b), xp.cross(a, c, axisb=0), xp.cross(c, c[::-1], axis=0),
+            xp.cross(a, b, axisc=0))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "uint8"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@on_device
+def test_convolve_and_correlate_are_numpys(xp, dtype, mode):
+    a = xp.asarray(_values(dtype, (9,)))
+    v = xp.asarray(_values(dtype, (4,), seed=1))
+    w = xp.asarray(_values(dtype, (1,), seed=2))
+    with pytest.raises(ValueError):
+        xp.convolve(a, xp.asarray(numpy.zeros(0, dtype)))
+    return (xp.convolve(a, v, mode=mode), xp.convolve(v, a, mode=mode), xp.correlate(a, v, mode=mode),
+            xp.correlate(v, a, mode=mode), xp.correlate(a[::2], w, mode), xp.convolve(a, a[::-1], mode))
+
+
+@pytest.mark.parametrize("dtype", PRODUCT_DTYPES)
+@on_device
+def test_vecdot_matvec_vecmat_are_numpys(xp, dtype):
+    m = xp.asarray(_values(dtype, (2, 3, 4)))
+    v = xp.asarray(_values(dtype, (4,), seed=1))
+    w = xp.asarray(_values(dtype, (3, 4), seed=2))
+    u = xp.asarray(_values(dtype, (3,), seed=3))
+    with pytest.raises(ValueError):
+        xp.vecdot(m, u)
+    return (xp.vecdot(m, v), xp.vecdot(w, w), xp.vecdot(v, v), xp.matvec(m, v), xp.matvec(w, m[:, :, ::-1][0, 0]),
+            xp.vecmat(u, m), xp.vecmat(u, w), xp.vecdot(m[:, ::2], w[::2]))
+
+
+EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("i,i", [(5,), (5,)]),
+           ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]), ("ijk->kj", [(2, 3, 4)]),
+           ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+           ("ij,ij->i", [(3, 4), (3, 4)]), ("ij,kj->ik", [(3, 4), (5, 4)]), ("i,ij->j", [(1,), (3, 4)]),
+           ("abc,cd->abd", [(2, 3, 4), (4, 2)])]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8"])
+@pytest.mark.parametrize(("subscripts", "shapes"), EINSUMS)
+@on_device
+def test_einsum_is_numpys(xp, dtype, subscripts, shapes):
+    operands = [xp.asarray(_values(dtype, s, seed=i)) for i, s in enumerate(shapes)]
+    return xp.einsum(subscripts, *operands)
+
+
+@on_device
+def test_einsum_errors_are_numpys(xp):
+    a = xp.asarray(_values("float64", (3, 4)))
+    with pytest.raises(ValueError):
+        xp.einsum("ij,jk->ik", a, a)
+    with pytest.raises(ValueError):
+        xp.einsum("ijk->i", a)
+    return xp.einsum("ij,kj->ik", a, a, optimize=True)
+
+
+NORMS = [(None, None), (2, None), (1, None), (numpy.inf, None), (-numpy.inf, None), (0, None), (3, None),
+         (0.5, None), (None, 0), (1, 1), (numpy.inf, -1), (0, 0), (2.5, 1), ("fro", None), (1, (0, 1)),
+         (-1, (1, 0)), (numpy.inf, (0, 1)), (-numpy.inf, (1, 0)), ("fro", (0, 1)), (None, (0, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+@pytest.mark.parametrize(("ord", "axis"), NORMS)
+@on_device
+def test_norm_is_numpys(xp, dtype, ord, axis):
+    m = xp.asarray(_values(dtype, (3, 4)))
+    results = [xp.linalg.norm(m[0], ord if ord != "fro" else None)] if axis is None else []
+    if axis is not None or ord in (None, "fro", 1, numpy.inf, -numpy.inf):  # (the others need an SVD, or raise)
+        results += [xp.linalg.norm(m, ord, axis), xp.linalg.norm(m, ord, axis, keepdims=True)]
+    return results
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8"])
+@on_device
+def test_matrix_power_is_numpys(xp, dtype):
+    m = xp.asarray(_values(dtype, (3, 3)) % 3)
+    stack = xp.asarray(_values(dtype, (2, 4, 4), seed=1) % 3)
+    with pytest.raises(numpy.linalg.LinAlgError):
+        xp.linalg.matrix_power(xp.asarray(_values(dtype, (3, 4))), 2)
+    return [xp.linalg.matrix_power(m, n) for n in (0, 1, 2, 3, 5)] + [xp.linalg.matrix_power(stack, 3)]
+
+
+@pytest.mark.opencl
+def test_matmul_operator_runs_on_an_opencl_gpu(monkeypatch):
+    """``a @ b`` reached the ufunc path, which had no gufunc: on a GPU (where matmul is not left to
+    NumPy by choice, as on a CPU device) it fell back."""
+    pytest.importorskip("pyopencl")
+    import npgpu
+    from npgpu.backends import get_backend
+
+    monkeypatch.setattr(get_backend("opencl"), "prefers_host", lambda func: False)  # (as on a GPU)
+    host = _values("float64", (5, 6)), _values("float32", (6, 3), seed=1)
+    with npgpu.enable("opencl", threshold=0, on_fallback="raise"):
+        a, b = (npgpu.asarray(h) for h in host)
+        out = npgpu.zeros((5, 3))
+        numpy.matmul(a, b, out=out)
+        got = (a @ b, numpy.matmul(a[::2], b), out, numpy.vecdot(a, a))
+    want = (host[0] @ host[1], host[0][::2] @ host[1], host[0] @ host[1], numpy.vecdot(host[0], host[0]))
+    for g, w in zip(got, want, strict=True):
+        assert isinstance(g, npgpu.DeviceArray)
+        numpy.testing.assert_allclose(npgpu.asnumpy(g), w, rtol=1e-12)

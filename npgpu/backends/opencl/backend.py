@@ -27,6 +27,7 @@ from .launch import Launch
 from .linalg import _HOST_ON_CPU, Linalg
 from .memory import Memory
 from .movement import Movement
+from .products import Products
 from .reductions import Reductions
 from .shaping import Shaping
 
@@ -43,7 +44,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Gather, Shaping, Backend):
+                    Linalg, Gather, Shaping, Products, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:
