@@ -401,3 +401,81 @@ def test_matmul_operator_runs_on_an_opencl_gpu(monkeypatch):
     for g, w in zip(got, want, strict=True):
         assert isinstance(g, npgpu.DeviceArray)
         numpy.testing.assert_allclose(npgpu.asnumpy(g), w, rtol=1e-12)
+
+
+# -- isclose, allclose, average, NaN-skipping statistics, angle, iscomplex, isreal -----------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+@on_device
+def test_isclose_and_allclose_are_numpys(xp, dtype):
+    host = _values(dtype, (3, 4))
+    a = xp.asarray(host)
+    near = xp.asarray((host + 1e-6 * (numpy.arange(12).reshape(3, 4) % 3)).astype(dtype))
+    specials = xp.asarray(numpy.array([numpy.nan, numpy.inf, -numpy.inf, 1.0, 0.0]))
+    others = xp.asarray(numpy.array([numpy.nan, numpy.inf, numpy.inf, 1.0 + 1e-9, 1e-9]))
+    return (xp.isclose(a, near), xp.isclose(a, near, rtol=0.0, atol=1e-7), xp.isclose(a, 1), xp.isclose(2.5, a),
+            xp.isclose(specials, others), xp.isclose(specials, others, equal_nan=True), xp.allclose(a, near),
+            xp.allclose(a, near, rtol=0, atol=0), xp.allclose(specials, specials, equal_nan=True),
+            xp.isclose(a[0, 0], a[0, 0]), xp.isclose(a[:, ::2], near[:, 1::2]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "bool"])
+@on_device
+def test_average_is_numpys(xp, dtype):
+    a = xp.asarray(_values(dtype, (3, 4)))
+    w = xp.asarray(numpy.arange(1.0, 13.0).reshape(3, 4))
+    w1 = xp.asarray(numpy.array([1, 2, 0, 3], dtype="int32"))
+    with pytest.raises(ZeroDivisionError):
+        xp.average(a, weights=xp.zeros((3, 4)))
+    with pytest.raises(TypeError):
+        xp.average(a, weights=w1)
+    with pytest.raises(ValueError):
+        xp.average(a, axis=1, weights=xp.asarray(numpy.ones(5)))
+    return (xp.average(a), xp.average(a, axis=0), xp.average(a, axis=1, keepdims=True), xp.average(a, weights=w),
+            xp.average(a, axis=1, weights=w1), xp.average(a, axis=1, weights=w1, returned=True),
+            xp.average(a, axis=0, weights=w, returned=True, keepdims=True), xp.average(a, returned=True))
+
+
+NAN_DATA = numpy.array([[1.0, numpy.nan, 3.0, 4.0], [numpy.nan, numpy.nan, numpy.nan, 2.0], [5.0, 6.0, -1.0, 0.5]])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@on_device
+def test_nanvar_and_nanstd_are_numpys(xp, dtype):
+    a = xp.asarray(NAN_DATA.astype(dtype))
+    i = xp.asarray(_values("int32", (3, 4)))
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        bad = xp.nanvar(a, axis=1, ddof=1)
+        xp.asarray(bad).tolist()
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        column = xp.nanstd(a[1, :3])
+    return (xp.nanvar(a), xp.nanstd(a), xp.nanvar(a, axis=0), xp.nanstd(a, axis=1, keepdims=True),
+            xp.nanvar(a, axis=0, ddof=1), xp.nanstd(a[::2], axis=0, dtype="float64"), bad, column, xp.nanvar(i),
+            xp.nanstd(i, axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8"])
+@on_device
+def test_nanargmax_nanargmin_nancumsum_nancumprod_are_numpys(xp, dtype):
+    data = NAN_DATA if dtype != "int8" else _values("int8", (3, 4))
+    a = xp.asarray(data.astype(dtype))
+    results = [xp.nanargmax(a), xp.nanargmin(a), xp.nanargmax(a, axis=1), xp.nanargmin(a, axis=0, keepdims=True),
+               xp.nancumsum(a), xp.nancumsum(a, axis=1), xp.nancumprod(a, axis=0), xp.nancumprod(a[:, ::2]),
+               xp.nancumsum(a, dtype="float64")]
+    if dtype != "int8":
+        with pytest.raises(ValueError, match="All-NaN slice"):
+            xp.nanargmax(a[1, :3])
+        with pytest.raises(ValueError, match="All-NaN slice"):
+            xp.nanargmin(a[:2, 1], axis=0)
+    return results
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "uint16"])
+@on_device
+def test_angle_iscomplex_isreal_of_real_arrays(xp, dtype):
+    host = numpy.array([-2.0, -0.0, 0.0, 3.5, numpy.inf, -numpy.inf]) if dtype.startswith("float") else (
+        _values(dtype, (6,)))
+    a = xp.asarray(host.astype(dtype))
+    scalar = xp.asarray(numpy.array(3, dtype))
+    return (xp.angle(a), xp.angle(a, deg=True), xp.iscomplex(a), xp.isreal(a), xp.iscomplex(scalar),
+            xp.isreal(scalar), xp.angle(a[::2].reshape(3, 1)))

@@ -18,6 +18,7 @@ import numpy
 from .. import random_kernels
 from ..base import Backend
 from . import routing
+from .composed import Composed
 from .creation import Creation
 from .device import Device, _choose_device
 from .elementwise import Elementwise
@@ -44,7 +45,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Gather, Shaping, Products, Backend):
+                    Linalg, Gather, Shaping, Products, Composed, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:
