@@ -226,7 +226,8 @@ def test_pad_is_numpys(xp, mode, dtype):
     a = xp.asarray(_values("float64", (3, 4)).astype(dtype))
     extra = {"constant_values": ((1, 2), (3.5, -4))} if mode == "constant" else {}
     results = [xp.pad(a, 2, mode=mode), xp.pad(a, ((1, 0), (0, 3)), mode=mode, **extra),
-               xp.pad(a[:, ::2], (1, 7), mode=mode), xp.pad(a[0], (5, 9), mode=mode), xp.pad(a, 0, mode=mode)]
+               xp.pad(a[:, ::2], (1, 7), mode=mode), xp.pad(a[0], (5, 9), mode=mode), xp.pad(a, 0, mode=mode),
+               xp.pad(a.reshape(2, 3, 2), ((1, 2), (0, 4), (3, 0)), mode=mode), xp.pad(a[::-1], ((6, 0), (0, 9)), mode)]
     with pytest.raises(ValueError):
         xp.pad(a, -1, mode=mode)
     if mode != "constant":

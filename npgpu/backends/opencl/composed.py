@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy
 
+from ...kernels import ir
 from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _native_or_device, _norm_axes
@@ -24,7 +25,7 @@ def _close_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     operands = args[:2]
     tolerances = [*args[2:4], kwargs.get("rtol", 0.0), kwargs.get("atol", 0.0)]
     return (len(operands) == 2 and any(map(_native_or_device, operands))
-            and all(_native_or_device(x) or type(x) in _PLAIN for x in operands)
+            and all(_native_or_device(x) or type(x) in (int, float) for x in operands)
             and all(type(t) in _PLAIN for t in tolerances))
 
 
@@ -42,28 +43,62 @@ def _angle_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return _table.supports_loop(numpy.arctan2, loop)
 
 
+class _Chain:
+    """A graph of ufunc calls on arrays and Python numbers, NumPy's loop resolved at each step
+    (Python numbers are weak, NEP 50): one elementwise kernel for an expression."""
+
+    def __init__(self) -> None:
+        self.builder = ir.GraphBuilder()
+        self.arrays: list[CLArray] = []
+        self.scalars: list[Any] = []
+
+    def operand(self, x: Any) -> Any:
+        """An array input node, or the number itself (typed when a loop takes it)."""
+        if isinstance(x, CLArray):
+            self.arrays.append(x)
+            return self.builder.input(x.dtype)
+        return x
+
+    def __call__(self, ufunc: numpy.ufunc, *operands: Any) -> ir.Node:
+        kinds = tuple(o.dtype if isinstance(o, ir.Node) else type(o) for o in operands)
+        loop = tuple(ufunc.resolve_dtypes((*kinds, None)))
+        nodes = []
+        for o, dtype in zip(operands, loop, strict=False):
+            if not isinstance(o, ir.Node):
+                self.scalars.append(o)
+                o = self.builder.scalar(dtype)
+            nodes.append(o)
+        return self.builder.apply(ufunc, loop, *nodes)[0]
+
+
 class Composed(Backend):
     """isclose, allclose, average, the NaN-skipping statistics NumPy builds from others, angle."""
 
     @implements(numpy.isclose, kwargs=("rtol", "atol", "equal_nan"), accepts=_close_accepted)
     def isclose(self, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
         """NumPy's isclose: |a - b| <= atol + rtol |b| where b is finite, or a == b (b compared as a
-        float); NaN to NaN with ``equal_nan``. Invalid values (inf - inf) are not reported, as NumPy's."""
+        float); NaN to NaN with ``equal_nan``. One kernel; invalid values (inf - inf) are not
+        reported, as NumPy's."""
         if isinstance(b, CLArray):
             float_type = numpy.result_type(b.dtype, 1.0)
             if b.dtype != float_type:
                 b = self.copy(b, float_type)
         elif type(b) is int:
             b = float(b)
-        call = self.ufunc_call
-        difference = call(numpy.absolute, (call(numpy.subtract, (a, b)),))
-        bound = call(numpy.add, (atol, call(numpy.multiply, (rtol, call(numpy.absolute, (b,))))))
-        near = call(numpy.logical_and, (call(numpy.less_equal, (difference, bound)), call(numpy.isfinite, (b,))))
-        result = call(numpy.logical_or, (near, call(numpy.equal, (a, b))))
+        chain = _Chain()
+        x, y = chain.operand(a), chain.operand(b)
+        difference = chain(numpy.absolute, chain(numpy.subtract, x, y))
+        bound = chain(numpy.add, chain.operand(atol), chain(numpy.multiply, chain.operand(rtol),
+                                                             chain(numpy.absolute, y)))
+        near = chain(numpy.logical_and, chain(numpy.less_equal, difference, bound), chain(numpy.isfinite, y))
+        result = chain(numpy.logical_or, near, chain(numpy.equal, x, y))
         if equal_nan:
-            result = call(numpy.logical_or, (result, call(numpy.logical_and, (call(numpy.isnan, (a,)),
-                                                                              call(numpy.isnan, (b,))))))
-        return result if isinstance(result, CLArray) else self.from_host(numpy.asarray(result))
+            result = chain(numpy.logical_or, result, chain(numpy.logical_and, chain(numpy.isnan, x),
+                                                           chain(numpy.isnan, y)))
+        graph = chain.builder.build([result])
+        out = self.empty(numpy.broadcast_shapes(*(arr.shape for arr in chain.arrays)), numpy.bool_)
+        self.run_elementwise(graph, chain.arrays, [out], chain.scalars)
+        return out
 
     @implements(numpy.allclose, kwargs=("rtol", "atol", "equal_nan"), accepts=_close_accepted)
     def allclose(self, a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:

@@ -35,6 +35,24 @@ def _pad_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return not _native_or_device(values) and numpy.asarray(values).dtype.kind in "biuf"
 
 
+def _runs(sources: numpy.ndarray, before: int, n: int) -> list[tuple[int, int, int]]:
+    """The pad areas of ``sources`` (padded position -> source position) as runs (first, count,
+    step) whose sources advance by step -1, 0 or 1: one copy each."""
+    runs: list[tuple[int, int, int]] = []
+    for lo, hi in ((0, before), (before + n, sources.size)):
+        p = lo
+        while p < hi:
+            step = int(sources[p + 1] - sources[p]) if p + 1 < hi else 1
+            if step not in (-1, 0, 1):
+                step = 1
+            q = p + 1
+            while q < hi and sources[q] - sources[q - 1] == step:
+                q += 1
+            runs.append((p, q - p, step))
+            p = q
+    return runs
+
+
 class Shaping(Backend):
     """tile, pad, meshgrid, the h/v/d splits, diag and diagflat, fftshift and ifftshift."""
 
@@ -59,27 +77,35 @@ class Shaping(Backend):
         """NumPy's pad in the constant, edge, reflect (even), symmetric and wrap modes."""
         numpy.pad(numpy.zeros((1,) * array.ndim, array.dtype), 0, mode=mode, **kwargs)  # (mode/keyword errors)
         pairs = [tuple(int(w) for w in pair) for pair in _arraypad_impl._as_pairs(pad_width, array.ndim, True)]
-        if mode == "constant":
-            shape = tuple(n + before + after for n, (before, after) in zip(array.shape, pairs, strict=True))
-            values = _arraypad_impl._as_pairs(kwargs.get("constant_values", 0), array.ndim)
-            result = self.empty(shape, array.dtype)
-            centre = result.view(array.shape, result.strides,
-                                 result.offset + sum(b * s for (b, _), s in zip(pairs, result.strides, strict=True)))
-            self.copy_into(centre, array)
-            for axis, ((before, after), (low, high)) in enumerate(zip(pairs, values, strict=True)):
-                n = shape[axis]
-                for start, stop, value in ((0, before, low), (n - after, n, high)):
-                    if stop > start:
-                        slab = result.view(shape[:axis] + (stop - start,) + shape[axis + 1:], result.strides,
-                                           result.offset + start * result.strides[axis])
-                        self.fill(slab, value)
-            return result
-        result = array
+        shape = tuple(n + before + after for n, (before, after) in zip(array.shape, pairs, strict=True))
+        result = self.empty(shape, array.dtype)
+
+        def along(axis: int, start: int, count: int, step: int = 1) -> CLArray:
+            """Positions start, start + step, ... (count of them) of ``axis`` of the result, whole otherwise."""
+            strides = result.strides[:axis] + (step * result.strides[axis],) + result.strides[axis + 1:]
+            return result.view(shape[:axis] + (count,) + shape[axis + 1:], strides,
+                               result.offset + start * result.strides[axis])
+
+        centre = result.view(array.shape, result.strides,
+                             result.offset + sum(b * s for (b, _), s in zip(pairs, result.strides, strict=True)))
+        self.copy_into(centre, array)
+        values = _arraypad_impl._as_pairs(kwargs.get("constant_values", 0), array.ndim)
+        # axis by axis, as NumPy's pad: each axis's pad areas span the other axes whole (the corners
+        # come from the areas of the axes before)
         for axis, (before, after) in enumerate(pairs):
-            if before or after:
-                positions = numpy.pad(numpy.arange(array.shape[axis]), (before, after), mode=mode, **kwargs)
-                result = self.take(result, positions, axis=axis)
-        return result if result is not array else self.copy(array)
+            n = array.shape[axis]
+            if mode == "constant":
+                for start, count, value in ((0, before, values[axis][0]), (before + n, after, values[axis][1])):
+                    if count:
+                        self.fill(along(axis, start, count), value)
+                continue
+            if not (before or after):
+                continue
+            # the source of each padded position, as NumPy's pad of the positions gives it, copied in runs
+            sources = numpy.pad(numpy.arange(n), (before, after), mode=mode, **kwargs) + before
+            for first, count, step in _runs(sources, before, n):
+                self.copy_into(along(axis, first, count), along(axis, int(sources[first]), count, step))
+        return result
 
     @implements(numpy.meshgrid, kwargs=("copy", "sparse", "indexing"), complex_values=True,
                 accepts=lambda args, kwargs: all(map(_native_or_device, args)))
