@@ -354,7 +354,7 @@ def test_einsum_errors_are_numpys(xp):
         xp.einsum("ij,jk->ik", a, a)
     with pytest.raises(ValueError):
         xp.einsum("ijk->i", a)
-    return xp.einsum("ij,kj->ik", a, a, optimize=True)
+    return xp.einsum("ij,kj->ik", a, a, optimize=True), xp.einsum("ij,jk", a, a.T, optimize="greedy")
 
 
 NORMS = [(None, None), (2, None), (1, None), (numpy.inf, None), (-numpy.inf, None), (0, None), (3, None),

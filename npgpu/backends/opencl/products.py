@@ -66,6 +66,8 @@ def _einsum_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         return False
     if not all(_native_or_device(x) and x.dtype.kind in "biuf" for x in args[1:]):
         return False
+    if kwargs.get("optimize", False) not in (False, True, "greedy", "optimal"):
+        return False  # (an explicit path, or one NumPy rejects with its RuntimeError)
     return _parse_einsum(args[0], len(args) - 1) is not None
 
 
