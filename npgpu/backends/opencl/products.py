@@ -23,6 +23,8 @@ from .routing import implements
 #: NumPy's gufuncs of products this backend runs (the core asks supports_ufunc, then call_ufunc)
 PRODUCT_GUFUNCS = frozenset(getattr(numpy, n) for n in ("vecdot", "matvec", "vecmat") if hasattr(numpy, n))
 _LETTERS = frozenset(string.ascii_letters)
+#: correlations with at most this many taps run as one elementwise kernel of shifted views
+_SHORT_KERNEL = 16
 #: the core dimensions of each product gufunc's operands
 _CORE_DIMS = {"vecdot": (1, 1), "matvec": (2, 1), "vecmat": (1, 2)}
 
@@ -205,10 +207,33 @@ class Products(Backend):
         padded = self.zeros((n + left + right,), dt)
         self.copy_into(padded.view((n,), padded.strides, padded.offset + left * dt.itemsize), a)
         length = padded.size - m + 1
-        windows = padded.view((length, m), (dt.itemsize, dt.itemsize), padded.offset)
-        kernel = v.view((1, m), (0, v.strides[0]), v.offset)
-        result = self.sum_of_products(windows, kernel, (length, m), (1,), dt)
+        if m <= _SHORT_KERNEL:
+            result = self._short_correlate(padded, self.to_host(v), length, dt)
+        else:
+            windows = padded.view((length, m), (dt.itemsize, dt.itemsize), padded.offset)
+            kernel = v.view((1, m), (0, v.strides[0]), v.offset)
+            result = self.sum_of_products(windows, kernel, (length, m), (1,), dt)
         return self.copy(self.numpy_view(lambda x: x[::-1], result)) if inverted else result
+
+    def _short_correlate(self, padded: CLArray, taps: numpy.ndarray, length: int, dt: numpy.dtype) -> CLArray:
+        """A correlation with a few taps as one elementwise kernel: sum_j taps[j] * padded[j:j + length],
+        the taps as kernel arguments (contiguous inputs: vector code on CPU devices). Measured on PoCL
+        (2 cores), 4e6 float64 with 16 taps: NumPy 51 ms; the window map-reduce 200-260 ms."""
+        m = taps.size
+        key = ("short_correlate", m, dt)
+        graph = self._graphs.get(key)
+        if graph is None:
+            b = ir.GraphBuilder()
+            total = None
+            for _ in range(m):
+                term = b.apply(numpy.multiply, (dt,) * 3, b.input(dt), b.scalar(dt))[0]
+                total = term if total is None else b.apply(numpy.add, (dt,) * 3, total, term)[0]
+            graph = self._graphs[key] = b.build([total])
+        shifted = [padded.view((length,), padded.strides, padded.offset + j * dt.itemsize) for j in range(m)]
+        result = self.empty((length,), dt)
+        if length:
+            self.run_elementwise(graph, shifted, [result], [dt.type(t) for t in taps.astype(dt)])
+        return result
 
     # -- gufuncs: the core calls them through supports_ufunc / call_ufunc --------------------------
     def product_gufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...],
