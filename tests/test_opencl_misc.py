@@ -315,8 +315,10 @@ def test_convolve_and_correlate_are_numpys(xp, dtype, mode):
     w = xp.asarray(_values(dtype, (1,), seed=2))
     with pytest.raises(ValueError):
         xp.convolve(a, xp.asarray(numpy.zeros(0, dtype)))
+    long, taps = xp.asarray(_values(dtype, (40,), seed=3)), xp.asarray(_values(dtype, (21,), seed=4))
     return (xp.convolve(a, v, mode=mode), xp.convolve(v, a, mode=mode), xp.correlate(a, v, mode=mode),
-            xp.correlate(v, a, mode=mode), xp.correlate(a[::2], w, mode), xp.convolve(a, a[::-1], mode))
+            xp.correlate(v, a, mode=mode), xp.correlate(a[::2], w, mode), xp.convolve(a, a[::-1], mode),
+            xp.convolve(long, taps, mode), xp.correlate(taps, long, mode))  # (21 taps: the map-reduce road)
 
 
 @pytest.mark.parametrize("dtype", PRODUCT_DTYPES)
