@@ -22,9 +22,9 @@ def _stand_in(a: CLArray) -> numpy.ndarray:
     return numpy.empty(a.shape, _NO_BYTES)
 
 
-def _normalized(indices: numpy.ndarray, n: int, mode: str) -> numpy.ndarray:
+def _normalized(indices: Any, n: int, mode: str) -> numpy.ndarray:
     """Positions in [0, n) of ``indices`` under take's ``mode`` (NumPy's errors checked before)."""
-    indices = indices.astype(numpy.int64, copy=False)
+    indices = numpy.asarray(indices).astype(numpy.int64, copy=False)
     if mode == "wrap":
         return indices % n if n else indices
     if mode == "clip":
@@ -32,9 +32,10 @@ def _normalized(indices: numpy.ndarray, n: int, mode: str) -> numpy.ndarray:
     return numpy.where(indices < 0, indices + n, indices)
 
 
-def _index_values(self: Backend, indices: Any) -> numpy.ndarray:
-    """Index values on the host (they decide which elements move)."""
-    return self.to_host(indices) if isinstance(indices, CLArray) else numpy.asarray(indices)
+def _index_values(self: Backend, indices: Any) -> Any:
+    """Index values on the host (they decide which elements move): a device array's, downloaded,
+    or the host values as given (NumPy converts them itself: ``[]`` is an empty index list)."""
+    return self.to_host(indices) if isinstance(indices, CLArray) else indices
 
 
 def _accepts_index(position: int, name: str) -> Any:
@@ -75,10 +76,10 @@ class Gather(Backend):
     def take(self, a: CLArray, indices: Any, axis: Any = None, out: CLArray | None = None,
              mode: str = "raise") -> CLArray:
         """NumPy's take: rows of ``a`` along ``axis`` (of the flattened ``a`` when None)."""
-        if axis is None:
-            a, axis = self.ravel(a), 0
         values = _index_values(self, indices)
         numpy.take(_stand_in(a), values, axis=axis, mode=mode)  # (NumPy's errors: bounds, dtype, axis, mode)
+        if axis is None or a.ndim == 0:  # (NumPy takes a 0-d array as 1-d)
+            a, axis = self.ravel(a), 0
         axis = normalize_axis_index(axis, a.ndim)
         positions = _normalized(values, a.shape[axis], mode)
         result = self._axis_back(self._gather_rows(self._rows_first(a, axis), positions), positions.ndim, axis)
@@ -117,45 +118,56 @@ class Gather(Backend):
     @implements(numpy.repeat, kwargs=("axis",), complex_values=True, accepts=_accepts_index(1, "repeats"))
     def repeat(self, a: CLArray, repeats: Any, axis: Any = None) -> CLArray:
         """NumPy's repeat: row ``i`` of ``axis`` ``repeats[i]`` times (the positions, from NumPy)."""
-        if axis is None:
-            a, axis = self.ravel(a), 0
-        axis = normalize_axis_index(axis, a.ndim)
         counts = _index_values(self, repeats)
         numpy.repeat(_stand_in(a), counts, axis=axis)  # (NumPy's errors: negative counts, lengths)
+        if axis is None or a.ndim == 0:  # (NumPy repeats a 0-d array as 1-d)
+            a, axis = self.ravel(a), 0
+        axis = normalize_axis_index(axis, a.ndim)
         positions = numpy.repeat(numpy.arange(a.shape[axis], dtype=numpy.int64), counts)
         return self._axis_back(self._gather_rows(self._rows_first(a, axis), positions), 1, axis)
 
     @implements(numpy.put, kwargs=("mode",), complex_values=True, accepts=_accepts_index(1, "ind"))
     def put(self, a: CLArray, ind: Any, v: Any, mode: str = "raise") -> None:
-        """NumPy's put: ``a.flat[ind] = v`` (v repeated over ind; the last of repeated positions wins)."""
+        """NumPy's put: ``a.flat[ind] = v`` (v repeated over ind; the last of repeated positions
+        wins), its checks in NumPy's order; in raise mode the positions before a bad one are written."""
         if not a.c_contiguous:  # (into a contiguous copy, then back into the view)
             staged = self.copy(a)
-            self.put(staged, ind, v, mode)
-            self.copy_into(a, staged)
+            try:
+                self.put(staged, ind, v, mode)
+            finally:
+                self.copy_into(a, staged)
             return
-        values = _index_values(self, ind).reshape(-1)
-        numpy.take(numpy.empty((a.size,), _NO_BYTES), values, mode=mode)  # (NumPy's errors)
         if mode not in ("raise", "wrap", "clip"):
             raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-        if not values.size:
-            return
-        if a.size == 0:
+        values = _index_values(self, ind)
+        # (a list becomes intp as NumPy converts it; an array must cast safely)
+        indices = values if isinstance(values, numpy.ndarray) else numpy.array(values, dtype=numpy.intp)
+        if not numpy.can_cast(indices.dtype, numpy.intp, "safe"):
+            raise TypeError(f"Cannot cast array data from {indices.dtype!r} to {numpy.dtype(numpy.intp)!r} "
+                            "according to the rule 'safe'")
+        indices = indices.reshape(-1).astype(numpy.int64)
+        if indices.size and a.size == 0:
             raise IndexError("cannot replace elements of an empty array")
-        positions = _normalized(values, a.size, mode)
-        if isinstance(v, CLArray):
-            if v.size == 0:
-                return
-            source = self._cycled(self.ravel(v), positions.size)
-        else:
-            probe = numpy.empty((), a.dtype)
+        probe = numpy.empty((), a.dtype)
+        if not isinstance(v, CLArray):
             probe[()] = v  # (NumPy's conversion errors)
-            source = self.full((positions.size,), probe[()], a.dtype)
-        if source.dtype != a.dtype:
-            source = self.copy(source, a.dtype)
-        # one writer per position, the last in index order, as NumPy's serial loop leaves it
-        last = positions.size - 1 - numpy.unique(positions[::-1], return_index=True)[1]
-        chosen = self._gather_rows(source, last)
-        self._move_rows(self.reshape(a, (a.size,)), chosen, positions[last], a.itemsize, scatter=True)
+        if not indices.size or (isinstance(v, CLArray) and v.size == 0):
+            return
+        n = a.size
+        bad = numpy.flatnonzero((indices < -n) | (indices >= n)) if mode == "raise" else ()
+        count = bad[0] if len(bad) else indices.size
+        if count:
+            positions = _normalized(indices[:count], n, mode)
+            source = (self._cycled(self.ravel(v), count) if isinstance(v, CLArray)
+                      else self.full((count,), probe[()], a.dtype))
+            if source.dtype != a.dtype:
+                source = self.copy(source, a.dtype)
+            # one writer per position, the last in index order, as NumPy's serial loop leaves it
+            last = count - 1 - numpy.unique(positions[::-1], return_index=True)[1]
+            chosen = self._gather_rows(source, last)
+            self._move_rows(self.reshape(a, (n,)), chosen, positions[last], a.itemsize, scatter=True)
+        if len(bad):
+            raise IndexError(f"index {indices[bad[0]]} is out of bounds for axis 0 with size {n}")
 
     def _cycled(self, flat: CLArray, n: int) -> CLArray:
         """The first ``n`` values of ``flat`` repeated end to end (NumPy's put and fill_diagonal)."""

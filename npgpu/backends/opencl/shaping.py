@@ -60,6 +60,8 @@ class Shaping(Backend):
     def tile(self, A: CLArray, reps: Any) -> CLArray:  # noqa: N803  (NumPy's name)
         """NumPy's tile: one copy of a broadcast view (reps axes of stride 0 interleaved with A's)."""
         shape = numpy.tile(numpy.empty(A.shape, _NO_BYTES), reps).shape  # (NumPy's shape and errors)
+        if 0 in shape:  # (NumPy's tile of no elements takes any reps, negative ones included)
+            return self.empty(shape, A.dtype)
         counts = (reps,) if isinstance(reps, (int, numpy.integer)) else tuple(reps)
         d = max(len(counts), A.ndim)
         counts = (1,) * (d - len(counts)) + tuple(int(c) for c in counts)
