@@ -202,7 +202,7 @@ def collect_coverage() -> dict[str, Any]:
             "in_numpy": [f for f in functions if f not in routed and f not in host_work],
         }
         if registry != name:
-            entry["read_from"] = f"the {registry} backend's registry (the {name} backend's code paths)"
+            entry["read_from"] = f"the {registry} backend's registry: the {name} backend's code, run without {name}"
         doc["backends"][name] = entry
     return doc
 
@@ -214,7 +214,7 @@ def _coverage_text(doc: dict[str, Any]) -> str:
         if not entry["available"]:
             lines.append(f"{name}: unavailable here: {entry['reason']}")
             continue
-        source = f" (from {entry['read_from']})" if "read_from" in entry else ""
+        source = f" (read from {entry['read_from']})" if "read_from" in entry else ""
         lines.append(f"{name}: {entry['on_device']} of {doc['functions']} run on the device{source}")
         lines.append(f"  {len(entry['host_by_nature'])} are host work by nature (metadata, files, text):")
         lines += _wrapped(entry["host_by_nature"])
