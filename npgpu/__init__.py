@@ -106,17 +106,20 @@ def sync() -> None:
 def routed_functions(backend: str = "cupy") -> list[str]:
     """Names of the NumPy functions and ufuncs that run on ``backend``'s device (others fall back)."""
     instance = _get_backend(backend)
-    names = []
-    for func in instance.functions:
-        module = getattr(func, "__module__", "") or ""
-        prefix = next((p + "." for p in ("linalg", "fft", "random") if module.startswith("numpy." + p)), "")
-        qualname = getattr(func, "__qualname__", func.__name__)
-        names.append(prefix + (qualname if qualname.startswith("ndarray.") else func.__name__))
+    names = [_function_name(func) for func in instance.functions]
     for name in dir(_numpy):
         uf = getattr(_numpy, name)
         if isinstance(uf, _numpy.ufunc) and name == uf.__name__ and _routes_ufunc(instance, uf):
             names.append(name)
     return sorted(set(names))
+
+
+def _function_name(func: Any) -> str:
+    """How ``routed_functions`` spells a NumPy function: ``sum``, ``linalg.svd``, ``ndarray.sort``."""
+    module = getattr(func, "__module__", "") or ""
+    prefix = next((p + "." for p in ("linalg", "fft", "random") if module.startswith("numpy." + p)), "")
+    qualname = getattr(func, "__qualname__", func.__name__)
+    return prefix + (qualname if qualname.startswith("ndarray.") else func.__name__)
 
 
 def _routes_ufunc(backend: Any, uf: _numpy.ufunc) -> bool:

@@ -201,7 +201,7 @@ ARRAY_RESULT_0D = frozenset({numpy.asarray, numpy.array, numpy.asanyarray, numpy
                              numpy.imag, numpy.where, numpy.roll, numpy.pad, numpy.broadcast_to,
                              numpy.broadcast_arrays, numpy.tensordot, numpy.unique, numpy.fft.fftn, numpy.fft.ifftn,
                              numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d, numpy.expand_dims,
-                             numpy.moveaxis, numpy.asfortranarray, numpy.copyto})
+                             numpy.moveaxis, numpy.asfortranarray, numpy.copyto, numpy.tile})
 #: Functions whose results NumPy makes read-only (views that repeat elements).
 READ_ONLY_RESULTS = frozenset({numpy.broadcast_to, numpy.diagonal})
 

@@ -69,10 +69,11 @@ _KEYS = st.one_of(
 @st.composite
 def cases(draw: Any) -> tuple[str, list[numpy.ndarray], list[str], dict[str, Any]]:
     op = draw(st.sampled_from(["binary", "scalar", "unary", "reduce", "getitem", "setitem", "reshape",
-                               "transpose", "concatenate", "take", "astype", "clip", "where", "inplace"]))
+                               "transpose", "concatenate", "take", "astype", "clip", "where", "inplace",
+                               "put", "repeat", "pad", "tile", "nonzero", "isclose"]))
     first = draw(host_arrays())
     hosts = [first]
-    if op in ("binary", "concatenate", "where", "inplace"):
+    if op in ("binary", "concatenate", "where", "inplace", "isclose"):
         # a second array of a related shape (often broadcastable) or of any shape
         related = st.just(first.shape) | st.just(first.shape[1:]) | hnp.array_shapes(min_dims=0, max_dims=3,
                                                                                       min_side=0, max_side=5)
@@ -111,6 +112,18 @@ def cases(draw: Any) -> tuple[str, list[numpy.ndarray], list[str], dict[str, Any
                 hosts[0] = numpy.where((first >= info.min) & (first <= info.max), first, 0).astype(first.dtype)
     elif op == "clip":
         params["bounds"] = (draw(_SCALARS), draw(_SCALARS))
+    elif op == "put":
+        params["indices"] = draw(st.lists(st.integers(-8, 8), max_size=5))
+        params["value"] = draw(_SCALARS)
+        params["mode"] = draw(st.sampled_from(["raise", "wrap", "clip"]))
+    elif op == "repeat":
+        params["repeats"] = draw(st.integers(-1, 3) | st.lists(st.integers(-1, 3), max_size=5))
+        params["axis"] = draw(st.none() | st.integers(-3, 3))
+    elif op == "pad":
+        params["width"] = draw(st.integers(-1, 3) | st.tuples(st.integers(0, 3), st.integers(0, 7)))
+        params["mode"] = draw(st.sampled_from(["constant", "edge", "reflect", "symmetric", "wrap"]))
+    elif op == "tile":
+        params["reps"] = tuple(draw(st.lists(st.integers(-1, 3), min_size=0, max_size=3)))
     elif op == "inplace":
         params["ufunc"] = draw(st.sampled_from([numpy.add, numpy.multiply, numpy.subtract]))
         # (no int beyond int64 here: into a bool out= with one, NumPy's OverflowError comes before
@@ -161,6 +174,19 @@ def _call(xp: Any, op: str, arrays: list[Any], params: dict[str, Any]) -> Any:
         return xp.concatenate([a, arrays[1]], axis=params["axis"])
     if op == "take":
         return xp.take(a, xp.asarray(numpy.asarray(params["indices"], dtype=numpy.intp)), axis=params["axis"])
+    if op == "put":
+        xp.put(a, xp.asarray(numpy.asarray(params["indices"], dtype=numpy.intp)), params["value"], mode=params["mode"])
+        return None
+    if op == "repeat":
+        return xp.repeat(a, params["repeats"], axis=params["axis"])
+    if op == "pad":
+        return xp.pad(a, params["width"], mode=params["mode"])
+    if op == "tile":
+        return xp.tile(a, params["reps"])
+    if op == "nonzero":
+        return xp.nonzero(a)
+    if op == "isclose":
+        return xp.isclose(a, arrays[1])
     if op == "astype":
         return a.astype(params["dtype"])
     if op == "clip":

@@ -100,6 +100,7 @@ _ZERO_D_CALLS = {
     numpy.zeros: lambda z: numpy.zeros(()), numpy.ones: lambda z: numpy.ones(()),
     numpy.empty: lambda z: numpy.empty(()), numpy.full: lambda z: numpy.full((), 1.0),
     numpy.tensordot: lambda z: numpy.tensordot(z, z, 0), numpy.fft.fftn: lambda z: numpy.fft.fftn(z),
+    numpy.tile: lambda z: numpy.tile(z, ()),
 }
 
 

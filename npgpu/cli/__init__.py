@@ -21,12 +21,12 @@ from .run import _cmd_run
 _USAGE = """\
 usage: npgpu run   [--backend B] [--on-fallback M] script.py [args...]
        npgpu bench [options] script.py [args...]
-       npgpu info  [--json]
+       npgpu info  [--json] [--coverage]
        npgpu --version
 
   run    run an unmodified NumPy script with its numpy imports resolved to npgpu
   bench  time the script under plain NumPy and under npgpu, check the outputs agree
-  info   versions, backends (and why one can't run here), devices, thresholds
+  info   versions, backends (and why one can't run here), devices, thresholds (--coverage: functions per backend)
 
 'npgpu <command> --help' describes each command.
 """

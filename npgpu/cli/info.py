@@ -1,4 +1,5 @@
-"""``npgpu info``: versions, backends (and why one can't run here), devices, thresholds."""
+"""``npgpu info``: versions, backends (and why one can't run here), devices, thresholds; with
+``--coverage``, how many of NumPy's functions each device backend runs and which go to NumPy."""
 
 from __future__ import annotations
 
@@ -7,21 +8,33 @@ import json
 import platform
 import subprocess
 import sys
+import types
 from collections.abc import Sequence
 from dataclasses import replace
 from importlib import metadata
 from typing import Any
 
 import numpy
+from numpy.testing.overrides import get_overridable_numpy_array_functions
 
 import npgpu
-from npgpu import _config, _placement, backends
+from npgpu import _config, _ops, _placement, backends
 
 
 def _cmd_info(tokens: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="npgpu info", description="Versions, backends, devices and thresholds.")
     parser.add_argument("--json", action="store_true", help="print as JSON")
+    parser.add_argument("--coverage", action="store_true",
+                        help="per device backend: how many of NumPy's functions run on the device, which run in NumPy")
     opts = parser.parse_args(tokens)
+    if opts.coverage:
+        cover = collect_coverage()
+        if opts.json:
+            json.dump(cover, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(_coverage_text(cover))
+        return 0
     doc = collect_info()
     if opts.json:
         json.dump(doc, sys.stdout, indent=1, default=str)
@@ -145,3 +158,82 @@ def _info_text(doc: dict[str, Any]) -> str:
     for key, value in doc["thresholds"].items():
         lines.append(f"  {key}: {_human(key, value)}")
     return "\n".join(lines) + "\n"
+
+
+# -- coverage: NumPy's functions on each device backend ------------------------------------------
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum))
+#: functions that are host work by nature: metadata, memory overlap, files and text, reading files
+_HOST_BY_NATURE = _ops.METADATA | _ops.MEMORY | _ops.HOST_IO | (_ops.CONSTRUCTORS - _ops.IN_MEMORY_CONSTRUCTORS)
+#: the backends whose coverage is listed, and the registry each is read from
+_COVERAGE_BACKENDS = (("opencl", "opencl"), ("cupy", "emulated"))
+_DENOMINATOR = ("NumPy's public functions of numpy, numpy.linalg and numpy.fft that npgpu's namespace "
+                "mirrors and that take arrays (the ufuncs and the functions NumPy dispatches through "
+                "__array_function__)")
+
+
+def numpy_functions() -> list[str]:
+    """The denominator of the coverage: NumPy's array functions that npgpu mirrors, spelled as
+    ``npgpu.routed_functions`` spells them (``sum``, ``linalg.svd``, ``fft.fft``)."""
+    overridable = get_overridable_numpy_array_functions()
+    names: set[str] = set()
+    for module in (numpy, numpy.linalg, numpy.fft):
+        for attr in dir(module):
+            obj = getattr(module, attr)
+            if attr.startswith("_") or isinstance(obj, type):
+                continue
+            if isinstance(obj, numpy.ufunc):
+                names.add(obj.__name__)
+            elif isinstance(obj, _FUNCTION_TYPES) and (obj in overridable or hasattr(obj, "_implementation")):
+                names.add(npgpu._function_name(obj))
+    return sorted(names)
+
+
+def collect_coverage() -> dict[str, Any]:
+    """Per device backend: how many of ``numpy_functions()`` run on the device and which don't."""
+    functions = numpy_functions()
+    host_work = {npgpu._function_name(f) for f in _HOST_BY_NATURE}
+    doc: dict[str, Any] = {"denominator": _DENOMINATOR, "functions": len(functions), "backends": {}}
+    for name, registry in _COVERAGE_BACKENDS:
+        reason = backends.unavailable_reason(registry)
+        if reason is not None:
+            doc["backends"][name] = {"available": False, "reason": reason}
+            continue
+        routed = set(npgpu.routed_functions(registry))
+        entry: dict[str, Any] = {
+            "available": True, "on_device": sum(f in routed for f in functions),
+            "host_by_nature": [f for f in functions if f not in routed and f in host_work],
+            "in_numpy": [f for f in functions if f not in routed and f not in host_work],
+        }
+        if registry != name:
+            entry["read_from"] = f"the {registry} backend's registry: the {name} backend's code, run without {name}"
+        doc["backends"][name] = entry
+    return doc
+
+
+def _coverage_text(doc: dict[str, Any]) -> str:
+    lines = [f"of {doc['functions']} functions: {doc['denominator']}"]
+    for name, entry in doc["backends"].items():
+        lines.append("")
+        if not entry["available"]:
+            lines.append(f"{name}: unavailable here: {entry['reason']}")
+            continue
+        source = f" (read from {entry['read_from']})" if "read_from" in entry else ""
+        lines.append(f"{name}: {entry['on_device']} of {doc['functions']} run on the device{source}")
+        lines.append(f"  {len(entry['host_by_nature'])} are host work by nature (metadata, files, text):")
+        lines += _wrapped(entry["host_by_nature"])
+        lines.append(f"  {len(entry['in_numpy'])} fall back to NumPy (counted in npgpu.report() on device arrays):")
+        lines += _wrapped(entry["in_numpy"])
+    return "\n".join(lines) + "\n"
+
+
+def _wrapped(names: list[str], width: int = 100) -> list[str]:
+    lines: list[str] = []
+    row: list[str] = []
+    for func in names:
+        if row and len("    " + " ".join([*row, func])) > width:
+            lines.append("    " + " ".join(row))
+            row = []
+        row.append(func)
+    if row:
+        lines.append("    " + " ".join(row))
+    return lines

@@ -67,7 +67,7 @@ _CUDA_TYPEDEFS = {
 # `f` suffix for float (OpenCL overloads them), so the CUDA dialect renames them.
 _MATH = (
     "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 log10 log1p "
-    "sqrt cbrt pow fabs floor ceil trunc rint fmod atan2 hypot copysign nextafter fmax fmin ldexp modf"
+    "sqrt cbrt pow fabs floor ceil trunc rint fmod atan2 hypot copysign nextafter fmax fmin ldexp modf frexp"
 ).split()
 _MATH_RE = re.compile(r"\b(" + "|".join(_MATH) + r")\(")
 
@@ -190,6 +190,41 @@ _HELPERS: dict[str, str] = {
   if (d > 0) return a + log1p(exp(-d));
   if (d <= 0) return b + log1p(exp(d));
   return d;
+}}""",
+    # NumPy's lcm: |a| / gcd * |b| in the unsigned type (wrapping, as NumPy's), 0 when both are 0
+    "lcm": """{inline} {T} npg_lcm_{S}({T} a, {T} b) {{
+  {U} x = a < 0 ? ({U})0 - ({U})a : ({U})a;
+  {U} y = b < 0 ? ({U})0 - ({U})b : ({U})b;
+  {U} g = x, h = y;
+  while (h) {{ {U} t = g % h; g = h; h = t; }}
+  return g == 0 ? ({T})0 : ({T})(x / g * y);
+}}""",
+    # NumPy's bitwise_count: the set bits of |a|
+    "popcount": """{inline} int npg_popcount_{S}({T} a) {{
+  u64_t x = a < 0 ? (u64_t)0 - (u64_t)a : (u64_t)a;
+  if (sizeof({T}) < 8) x &= ((u64_t)1 << (8 * sizeof({T}))) - 1;
+  int n = 0;
+  while (x) {{ x &= x - 1; n++; }}
+  return n;
+}}""",
+    # NumPy's spacing: the distance to the next value away from zero (NaN for inf and NaN; float32
+    # gives NaN where that next value is inf, float64 inf)
+    "spacing": """{inline} {T} npg_spacing_{S}({T} a) {{
+  {T} zero = 0;
+  {T} away = a < 0 ? ({T})-1 / zero : ({T})1 / zero;
+  {T} d = nextafter(a, away) - a;
+  return (isinf(a) || (sizeof({T}) == 4 && isinf(d))) ? a - a : d;
+}}""",
+    # frexp's two outputs: the mantissa in [0.5, 1) (inf, NaN and zeros as they are), the exponent
+    # (0 for those)
+    "frexp_mantissa": """{inline} {T} npg_frexp_mantissa_{S}({T} a) {{
+  int e;
+  return (isfinite(a) && a != 0) ? frexp(a, &e) : a;
+}}""",
+    "frexp_exponent": """{inline} int npg_frexp_exponent_{S}({T} a) {{
+  int e = 0;
+  if (isfinite(a) && a != 0) frexp(a, &e);
+  return e;
 }}""",
     "logaddexp2": """{inline} {T} npg_logaddexp2_{S}({T} a, {T} b) {{
   if (a == b) return a + 1;
@@ -396,12 +431,21 @@ _ENTRIES = (
     UfuncFacts("left_shift", {"iu": _h("lshift")}),
     UfuncFacts("right_shift", {"iu": _h("rshift")}),
     UfuncFacts("gcd", {"iu": _h("gcd")}),
+    UfuncFacts("lcm", {"iu": _h("lcm")}),
+    UfuncFacts("bitwise_count", {"iu": _h("popcount", "{0}")}),
     UfuncFacts("isnan", {"biu": "0", "f": "isnan({0})", "c": "(isnan({0}.re) || isnan({0}.im))"}),
     UfuncFacts("isinf", {"biu": "0", "f": "isinf({0})", "c": "(isinf({0}.re) || isinf({0}.im))"}),
     UfuncFacts("isfinite", {"biu": "1", "f": "isfinite({0})", "c": "(isfinite({0}.re) && isfinite({0}.im))"}),
     _math("signbit", "signbit"),
     _math("copysign", "copysign", nin=2, exact=True, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("nextafter", "nextafter", nin=2, errors={"f": {OVER: _INF_2}}),
+    UfuncFacts("spacing", {"f": _h("spacing", "{0}")}, errors={"f": {OVER: _INF_1}}),
+    # NumPy clamps a 64-bit exponent to int's range
+    UfuncFacts("ldexp", {"f": "ldexp({0}, (int)({1} > 2147483647 ? 2147483647 : ({1} < -2147483647 ? -2147483647 "
+                              ": {1})))"}, errors={"f": {OVER: _INF_1}}),
+    UfuncFacts("frexp", {"f": (_h("frexp_mantissa", "{0}"), _h("frexp_exponent", "{0}"))}),
+    # the fractional part keeps the sign of x (modf(-2.0) is (-0.0, -2.0)); inf's is a signed 0
+    UfuncFacts("modf", {"f": ("copysign(isinf({0}) ? ({T})0 : {0} - trunc({0}), {0})", "trunc({0})")}),
     UfuncFacts("heaviside", {"f": "(isnan({0}) ? {0} : ({0} == 0 ? {1} : ({0} < 0 ? ({T})0 : ({T})1)))"}),
     _math("arctan2", "atan2", nin=2, vectorizes=True),
     _math("hypot", "hypot", nin=2, errors={"f": {OVER: _INF_2}}, propagates_nonfinite=_BOTH, vectorizes=True),

@@ -18,16 +18,20 @@ import numpy
 from .. import random_kernels
 from ..base import Backend
 from . import complexvalues, routing  # noqa: F401  (complexvalues: its functions register)
+from .composed import Composed
 from .creation import Creation
 from .device import Device, _choose_device
 from .elementwise import Elementwise
+from .gather import Gather
 from .indexing import Indexing
 from .launch import Launch
 from .linalg import _HOST_ON_CPU, Linalg
 from .memory import Memory
 from .movement import Movement
 from .philox import Streams
+from .products import Products
 from .reductions import Reductions
+from .shaping import Shaping
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
 # a process that exited with a fill still running on PoCL crashed (SIGSEGV) after its last line.
@@ -42,7 +46,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Streams, Backend):
+                    Linalg, Gather, Shaping, Products, Composed, Streams, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:

@@ -13,6 +13,7 @@ from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _array_operand, _broadcast_strides, _collapse, _pairs, _part, _span, _weak_type
 from .launch import _scalar_value
+from .products import PRODUCT_GUFUNCS
 from .routing import implements
 
 
@@ -114,6 +115,11 @@ class Elementwise(Backend):
 
     # -- ufuncs ---------------------------------------------------------------
     def supports_ufunc(self, ufunc: numpy.ufunc, method: str, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if method == "__call__" and (ufunc in PRODUCT_GUFUNCS or ufunc is numpy.matmul):
+            # (vecdot, matvec, vecmat of real dtypes; matmul of floats, by the tiled kernel)
+            kinds = "f" if ufunc is numpy.matmul else "biuf"
+            return (not set(kwargs) - {"out"} and all(isinstance(d, numpy.dtype) and d.kind in kinds for d in dtypes)
+                    and self.supports_dtypes(dtypes) and all(map(_table.is_supported_dtype, dtypes)))
         if method == "__call__":
             if set(kwargs) - {"out", "where", "casting", "dtype", "signature"}:
                 return False
@@ -169,6 +175,12 @@ class Elementwise(Backend):
             return self._ufunc_reduce(ufunc, inputs[0], **kwargs)
         if method != "__call__":
             raise NotImplementedError(f"opencl backend: {ufunc.__name__}.{method}")
+        if ufunc in PRODUCT_GUFUNCS:
+            return self.product_gufunc(ufunc, inputs, loop or self._resolve(ufunc, tuple(
+                _weak_type(x) for x in inputs), {}), out=kwargs.get("out"))
+        if ufunc is numpy.matmul:
+            out = kwargs.get("out")
+            return self.matmul(*inputs, out=out[0] if isinstance(out, tuple) else out)
         return self.ufunc_call(
             ufunc,
             inputs,

@@ -19,18 +19,23 @@ def _all_int_key(key: Any, ndim: int) -> bool:
     return len(parts) == ndim and all(isinstance(p, (int, numpy.integer)) and not isinstance(p, bool) for p in parts)
 
 
-# byte-wise gather/scatter of whole rows: out[i] = src[idx[i]] (scatter: dst[idx[i]] = vals[i])
+# gather/scatter of whole rows, in units of 1, 2, 4 or 8 bytes: out[i] = src[idx[i]] (scatter:
+# dst[idx[i]] = vals[i]); offsets and the row length in units
+_UNITS = {8: "ulong", 4: "uint", 2: "ushort", 1: "uchar"}
 _GATHER_SRC = """
-__kernel void npg_gather(__global char* a, long a_off, __global const char* b, long b_off,
-                         __global const long* idx, long row, long n, int scatter) {
+__kernel void npg_gather(__global {unit}* a, long a_off, __global const {unit}* b, long b_off,
+                         __global const long* idx, long row, long n, int scatter) {{
   long i = get_global_id(0);
   if (i >= n) return;
   long r = i / row, c = i % row;
   if (scatter) a[a_off + idx[r] * row + c] = b[b_off + i];
   else a[a_off + i] = b[b_off + idx[r] * row + c];
-}
+}}
 """
-_GATHER = codegen.KernelSource(_GATHER_SRC, "npg_gather", "opencl", (), False)
+
+
+def _gather_source(unit: int) -> codegen.KernelSource:
+    return codegen.KernelSource(_GATHER_SRC.format(unit=_UNITS[unit]), "npg_gather", "opencl", (), False)
 
 
 class Indexing(Backend):
@@ -92,10 +97,12 @@ class Indexing(Backend):
         """Row i of ``first`` <- row pos[i] of ``second`` (gather), or row pos[i] of ``first`` <- row i
         of ``second`` (scatter); rows of ``row`` bytes, one kernel for both directions."""
         idx = self.from_host(pos.astype(numpy.int64))
-        kernel = self._build(("gather",), lambda: _GATHER)
-        n = len(pos) * row
-        args = [first.data, numpy.int64(first.offset), second.data, numpy.int64(second.offset), idx.data,
-                numpy.int64(row), numpy.int64(n), numpy.int32(1 if scatter else 0)]
+        # (the widest unit dividing the row and both offsets: a float64 row moves 8 bytes per work-item)
+        unit = next(u for u in _UNITS if row % u == 0 and first.offset % u == 0 and second.offset % u == 0)
+        kernel = self._build(("gather", unit), lambda: _gather_source(unit))
+        n = len(pos) * (row // unit)
+        args = [first.data, numpy.int64(first.offset // unit), second.data, numpy.int64(second.offset // unit),
+                idx.data, numpy.int64(row // unit), numpy.int64(n), numpy.int32(1 if scatter else 0)]
         self._launch(kernel, n, args)
 
     def _mask_set(self, a: CLArray, mask: CLArray, value: Any) -> None:
