@@ -27,6 +27,7 @@ from .linalg import _HOST_ON_CPU, Linalg
 from .memory import Memory
 from .movement import Movement
 from .reductions import Reductions
+from .sorting import Sorting
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
 # a process that exited with a fill still running on PoCL crashed (SIGSEGV) after its last line.
@@ -41,7 +42,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Backend):
+                    Linalg, Sorting, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:

@@ -1,0 +1,734 @@
+"""Sorting and what is built on it: sort/argsort/partition (PyOpenCL's radix sort of order-preserving
+keys), searchsorted/digitize, unique, bincount/histogram, median/quantile/percentile.
+
+Every sort is stable: a float's key puts NaN last and -0.0 with 0.0 (NumPy's order), ties keep their
+positions (what NumPy's kind='stable' gives, and one valid answer for the other kinds).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy
+from numpy.lib.array_utils import normalize_axis_index
+
+from ... import _fperr
+from ...kernels import codegen
+from ...kernels import ufuncs as _table
+from ..base import Backend
+from .array import CLArray, _native_or_device
+from .routing import implements
+
+#: bits of the key a radix pass sorts (PoCL, 10^6 64-bit keys: 2 bits 1.04 s, 4 bits 1.06 s, 8 bits
+#: 13 s; fewer passes suit GPUs, so 4)
+_RADIX_BITS = 4
+
+# the key of each value type: an unsigned integer whose order is NumPy's order of the values
+_KEYS = {
+    "b": ("uint", "(uint)(x != 0)", 1),
+    "u1": ("uint", "(uint)x", 8),
+    "u2": ("uint", "(uint)x", 16),
+    "u4": ("uint", "x", 32),
+    "u8": ("ulong", "x", 64),
+    "i1": ("uint", "(uint)((uchar)x ^ 0x80u)", 8),
+    "i2": ("uint", "(uint)((ushort)x ^ 0x8000u)", 16),
+    "i4": ("uint", "((uint)x ^ 0x80000000u)", 32),
+    "i8": ("ulong", "((ulong)x ^ 0x8000000000000000UL)", 64),
+    "f4": ("uint", "npg_fkey(x)", 32),
+    "f8": ("ulong", "npg_dkey(x)", 64),
+}
+
+_FLOAT_KEYS = """
+inline uint npg_fkey(float x) {
+  if (isnan(x)) return 0xFFFFFFFFu;   /* every NaN after +inf */
+  if (x == 0.0f) return 0x80000000u;  /* -0.0 equals 0.0 */
+  uint b = as_uint(x);
+  return (b >> 31) ? ~b : (b | 0x80000000u);
+}
+"""
+_DOUBLE_KEYS = """
+inline ulong npg_dkey(double x) {
+  if (isnan(x)) return 0xFFFFFFFFFFFFFFFFUL;
+  if (x == 0.0) return 0x8000000000000000UL;
+  ulong b = as_ulong(x);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000UL);
+}
+"""
+
+
+def _header(*dtypes: numpy.dtype) -> str:
+    lines = ["#pragma OPENCL FP_CONTRACT OFF"]
+    if any(numpy.dtype(d) == numpy.float64 for d in dtypes):
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    lines.append(_table.typedefs("opencl"))
+    return "\n".join(lines) + "\n"
+
+
+def _code(dt: numpy.dtype) -> str:
+    return "b" if dt.kind == "b" else dt.str[1:]
+
+
+def _key_source(dt: numpy.dtype) -> str:
+    """keys[i] = key(src[perm[i]]) (perm: none means i), idx[i] = perm[i]."""
+    key_type, expr, _ = _KEYS[_code(dt)]
+    t = _table.ctype(dt)
+    helpers = _FLOAT_KEYS if dt.kind == "f" and dt.itemsize == 4 else _DOUBLE_KEYS if dt.kind == "f" else ""
+    return _header(dt) + helpers + f"""
+__kernel void npg_sort_keys(__global const char* src, long off, __global const long* perm, int has_perm,
+                            __global {key_type}* keys, __global long* idx, long n) {{
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long j = has_perm ? perm[i] : i;
+  {t} x = ((__global const {t}*)(src + off))[j];
+  keys[i] = {expr};
+  idx[i] = j;
+}}
+"""
+
+
+def _take_source(dt: numpy.dtype) -> str:
+    """vals[i] = src[idx[i]], pos[i] = idx[i] % row (each if asked)."""
+    t = _table.ctype(dt)
+    return _header(dt) + f"""
+__kernel void npg_sort_take(__global const char* src, long off, __global const long* idx,
+                            __global {t}* vals, __global long* pos, long row, long n, int want_vals, int want_pos) {{
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long j = idx[i];
+  if (want_vals) vals[i] = ((__global const {t}*)(src + off))[j];
+  if (want_pos) pos[i] = j % row;
+}}
+"""
+
+
+def _less(dt: numpy.dtype) -> str:
+    """NumPy's sort order as a C function: NaN after everything."""
+    t = _table.ctype(dt)
+    body = "x < y || (y != y && x == x)" if dt.kind == "f" else "x < y"
+    return f"inline int npg_lt({t} x, {t} y) {{ return {body}; }}\n"
+
+
+def _search_source(dt: numpy.dtype) -> str:
+    """out[i] = the position of v[i] in sorted a (through sorter), NumPy's side rule; -1 where the
+    search met a sorter index out of range (NumPy's error, raised only for the indices it reads)."""
+    t = _table.ctype(dt)
+    return _header(dt) + _less(dt) + f"""
+__kernel void npg_search(__global const {t}* a, long na, __global const long* sorter, int has_sorter,
+                         __global const {t}* v, __global long* out, long n, int right) {{
+  long i = get_global_id(0);
+  if (i >= n) return;
+  {t} x = v[i];
+  long lo = 0, hi = na;
+  while (lo < hi) {{
+    long mid = lo + (hi - lo) / 2;
+    long at = has_sorter ? sorter[mid] : mid;
+    if (at < 0 || at >= na) {{ out[i] = -1; return; }}
+    {t} y = a[at];
+    if (right ? !npg_lt(x, y) : npg_lt(y, x)) lo = mid + 1; else hi = mid;
+  }}
+  out[i] = lo;
+}}
+"""
+
+
+def _heads_source(dt: numpy.dtype) -> str:
+    """head[i] = 1 where sorted s[i] starts a new value (NaNs one value when equal_nan)."""
+    t = _table.ctype(dt)
+    same = "(x == y || (equal_nan && x != x && y != y))" if dt.kind == "f" else "(x == y)"
+    return _header(dt) + f"""
+__kernel void npg_unique_heads(__global const {t}* s, __global long* head, long n, int equal_nan) {{
+  long i = get_global_id(0);
+  if (i >= n) return;
+  if (i == 0) {{ head[i] = 1; return; }}
+  {t} x = s[i], y = s[i - 1];
+  head[i] = {same} ? 0 : 1;
+}}
+"""
+
+
+def _unique_source(dt: numpy.dtype) -> str:
+    t = _table.ctype(dt)
+    return _header(dt) + f"""
+__kernel void npg_unique_scatter(__global const {t}* s, __global const long* idx, __global const long* group,
+                                 __global {t}* uniq, __global long* first, __global long* start, __global long* inv,
+                                 long n, int want_first, int want_inv) {{
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long k = group[i] - 1;
+  if (i == 0 || group[i] != group[i - 1]) {{
+    uniq[k] = s[i];
+    start[k] = i;
+    if (want_first) first[k] = idx[i];
+  }}
+  if (want_inv) inv[idx[i]] = k;
+}}
+__kernel void npg_unique_counts(__global const long* start, __global long* counts, long u, long n) {{
+  long k = get_global_id(0);
+  if (k >= u) return;
+  counts[k] = (k + 1 < u ? start[k + 1] : n) - start[k];
+}}
+"""
+
+
+# bincount over sorted values: bin b holds positions [lower(b), lower(b+1)) of the sorted x; its
+# weights are summed in their original order (NumPy's order: exact), in NumPy's blocks (histogram
+# adds one bincount per block of `block` values; block 0: one block)
+_LOWER = """
+inline long npg_lower(__global const long* s, long n, long b) {
+  long lo = 0, hi = n;
+  while (lo < hi) { long mid = lo + (hi - lo) / 2; if (s[mid] < b) lo = mid + 1; else hi = mid; }
+  return lo;
+}
+"""
+_COUNTS_SRC = _LOWER + """
+__kernel void npg_bincount(__global const long* s, __global long* counts, long n, long nbins) {
+  long b = get_global_id(0);
+  if (b >= nbins) return;
+  counts[b] = npg_lower(s, n, b + 1) - npg_lower(s, n, b);
+}
+"""
+_SUMS_SRC = "#pragma OPENCL FP_CONTRACT OFF\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + _LOWER + """
+__kernel void npg_binsums(__global const long* s, __global const long* perm, __global const double* w,
+                          __global double* sums, long n, long nbins, long block) {
+  long b = get_global_id(0);
+  if (b >= nbins) return;
+  long lo = npg_lower(s, n, b), hi = npg_lower(s, n, b + 1);
+  double total = 0.0, part = 0.0;
+  long current = -1;
+  for (long j = lo; j < hi; j++) {
+    long p = perm[j];
+    long blk = block ? p / block : 0;
+    if (blk != current) { total += part; part = 0.0; current = blk; }
+    part += w[p];
+  }
+  sums[b] = total + part;
+}
+"""
+
+# histogram: the bin of each value by the edges (NumPy's rule: [e_i, e_i+1), the last closed),
+# nbins for values outside the edges or NaN
+_BINS_TEMPLATE = """
+__kernel void npg_hist_bins(__global const T* x, __global const T* e, long ne, __global long* bin, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  T v = x[i];
+  long nb = ne - 1;
+  if (!(v >= e[0] && v <= e[nb])) { bin[i] = nb; return; }
+  if (v == e[nb]) { bin[i] = nb - 1; return; }
+  long lo = 0, hi = ne;
+  while (lo < hi) { long mid = lo + (hi - lo) / 2; if (e[mid] <= v) lo = mid + 1; else hi = mid; }
+  bin[i] = lo - 1;
+}
+"""
+
+_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _sort_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A sort this backend runs: a kind NumPy knows, no field order, stable None/True/False."""
+    kind = args[2] if len(args) > 2 else kwargs.get("kind")
+    order = args[3] if len(args) > 3 else kwargs.get("order")
+    return kind in _KINDS and order is None and kwargs.get("stable") in (None, True, False) and len(args) <= 4
+
+
+def _partition_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    kind = args[3] if len(args) > 3 else kwargs.get("kind", "introselect")
+    order = args[4] if len(args) > 4 else kwargs.get("order")
+    kth = args[1] if len(args) > 1 else kwargs.get("kth")
+    return kind == "introselect" and order is None and not _native_or_device(kth) and len(args) <= 5
+
+
+def _host_scalar(x: Any) -> bool:
+    return isinstance(x, (int, float, numpy.integer, numpy.floating, numpy.bool_)) and not isinstance(x, complex)
+
+
+def _searchsorted_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    a = args[0]
+    v = args[1] if len(args) > 1 else kwargs.get("v")
+    side = args[2] if len(args) > 2 else kwargs.get("side", "left")
+    sorter = args[3] if len(args) > 3 else kwargs.get("sorter")
+    return (_native_or_device(a) and a.ndim == 1 and (_native_or_device(v) or _host_scalar(v))
+            and side in ("left", "right") and (sorter is None or (_native_or_device(sorter) and sorter.ndim == 1
+                                                                 and sorter.dtype.kind in "iu")))
+
+
+def _digitize_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    x = args[0]
+    bins = args[1] if len(args) > 1 else kwargs.get("bins")
+    right = args[2] if len(args) > 2 else kwargs.get("right", False)
+    return (_native_or_device(x) and _native_or_device(bins) and bins.ndim == 1
+            and isinstance(right, (bool, numpy.bool_)))
+
+
+def _unique_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    flags = [*args[1:4], kwargs.get("return_index", False), kwargs.get("return_inverse", False),
+             kwargs.get("return_counts", False), kwargs.get("equal_nan", True)]
+    axis = args[4] if len(args) > 4 else kwargs.get("axis")
+    return (axis is None and kwargs.get("sorted", True) is True and len(args) <= 4
+            and all(isinstance(f, (bool, numpy.bool_)) for f in flags))
+
+
+def _quantile_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    a = args[0]
+    q = args[1] if len(args) > 1 else kwargs.get("q")
+    axis = args[2] if len(args) > 2 else kwargs.get("axis")
+    if len(args) > 3 or kwargs.get("out") is not None or kwargs.get("weights") is not None:
+        return False
+    if kwargs.get("method", "linear") != "linear" or kwargs.get("interpolation") is not None:
+        return False
+    if _native_or_device(q) or not (axis is None or isinstance(axis, (int, numpy.integer))):
+        return False
+    try:
+        qa = numpy.asarray(q)
+    except (TypeError, ValueError):
+        return False
+    return qa.dtype.kind in "biuf" and qa.size > 0 and a.size > 0 and isinstance(kwargs.get("keepdims", False), bool)
+
+
+def _median_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    a = args[0]
+    axis = args[1] if len(args) > 1 else kwargs.get("axis")
+    return (len(args) <= 2 and kwargs.get("out") is None and a.size > 0
+            and (axis is None or isinstance(axis, (int, numpy.integer)))
+            and isinstance(kwargs.get("keepdims", False), bool))
+
+
+def _bincount_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    x = args[0]
+    weights = args[1] if len(args) > 1 else kwargs.get("weights")
+    minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
+    return (x.ndim == 1 and (x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8))
+            and (weights is None or (_native_or_device(weights) and weights.shape == x.shape
+                                     and weights.dtype == numpy.float64))
+            and isinstance(minlength, (int, numpy.integer)) and not isinstance(minlength, bool) and minlength >= 0)
+
+
+def _histogram_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    a = args[0]
+    bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
+    weights = args[4] if len(args) > 4 else kwargs.get("weights")
+    if isinstance(bins, str) or _native_or_device(bins) or a.dtype.kind not in "biuf":
+        return False
+    # weights: float64 ones over equal bins (NumPy's block sums, repeated exactly); its cumulative
+    # sums over other edges are NumPy's to round
+    return weights is None or (_native_or_device(weights) and weights.shape == a.shape
+                               and weights.dtype == numpy.float64 and not numpy.ndim(bins))
+
+
+class Sorting(Backend):
+    """Sorts (radix sort of keys), searches, unique values, counts and order statistics."""
+
+    # -- the sort ---------------------------------------------------------------------------------
+    def _radix(self, key_type: str, rows: bool, index64: bool) -> Any:
+        """PyOpenCL's RadixSort of (keys, positions), or (rows: positions by their row), built once."""
+        key = ("radix", key_type, rows, index64)
+        with self._lock:
+            sorter = self._kernels.get(key)
+        if sorter is None:
+            from pyopencl.algorithm import RadixSort
+
+            if rows:
+                sorter = RadixSort(self.context, "long row, long *idx", "(ulong)(idx[i] / row)", ["idx"],
+                                   _RADIX_BITS, numpy.int64 if index64 else numpy.int32, numpy.uint64)
+            else:
+                key_dtype = numpy.uint32 if key_type == "uint" else numpy.uint64
+                sorter = RadixSort(self.context, f"{key_type} *keys, long *idx", "keys[i]", ["keys", "idx"],
+                                   _RADIX_BITS, numpy.int64 if index64 else numpy.int32, key_dtype)
+            with self._lock:
+                sorter = self._kernels.setdefault(key, sorter)
+        return sorter
+
+    def _as_cl_array(self, a: CLArray) -> Any:
+        import pyopencl.array as cla
+
+        return cla.Array(self.queue, (a.size,), a.dtype, data=a.data, offset=a.offset)
+
+    def _from_cl_array(self, x: Any) -> CLArray:
+        return CLArray(self, x.base_data, x.shape, x.dtype, offset=x.offset)
+
+    def _run_radix(self, sorter: Any, args: list[Any], key_bits: int) -> tuple[Any, ...]:
+        cl = self._cl
+        try:
+            with self._lock:  # (its kernels' arguments are state shared by threads, as _enqueue's)
+                result, _ = sorter(*args, key_bits=key_bits, queue=self.queue)
+        except cl.Error as exc:
+            self._raise_fault(exc, "a sort")
+        return result
+
+    def sort_order(self, c: CLArray, row: int, perm: CLArray | None = None) -> CLArray:
+        """The flat positions of contiguous ``c`` in the order of a stable sort of each row of ``row``
+        elements (``perm``: sort ``c[perm]`` instead, returning positions of ``c``)."""
+        n = c.size
+        key_type, _, bits = _KEYS[_code(c.dtype)]
+        kernel = self._build(("sort_keys", c.dtype), lambda: _kernel_source(_key_source(c.dtype), "npg_sort_keys"))
+        keys = self.empty((n,), numpy.uint32 if key_type == "uint" else numpy.uint64)
+        idx = self.empty((n,), numpy.int64)
+        self._launch(kernel, n, [c.data, numpy.int64(c.offset), (perm if perm is not None else idx).data,
+                                 numpy.int32(perm is not None), keys.data, idx.data, numpy.int64(n)])
+        index64 = n >= 2**31 - 1
+        _, positions = self._run_radix(self._radix(key_type, False, index64),
+                                       [self._as_cl_array(keys), self._as_cl_array(idx)], bits)
+        rows = n // row if row else 0
+        if rows > 1:  # then each position to its row, stably: every row sorted in place
+            (positions,) = self._run_radix(self._radix("ulong", True, index64), [numpy.int64(row), positions],
+                                           (rows - 1).bit_length())
+        return self._from_cl_array(positions)
+
+    def _take_sorted(self, c: CLArray, idx: CLArray, row: int, values: bool, positions: bool
+                     ) -> tuple[CLArray | None, CLArray | None]:
+        n = c.size
+        vals = self.empty((n,), c.dtype) if values else None
+        pos = self.empty((n,), numpy.int64) if positions else None
+        kernel = self._build(("sort_take", c.dtype), lambda: _kernel_source(_take_source(c.dtype), "npg_sort_take"))
+        self._launch(kernel, n, [c.data, numpy.int64(c.offset), idx.data, (vals or idx).data, (pos or idx).data,
+                                 numpy.int64(max(row, 1)), numpy.int64(n), numpy.int32(values), numpy.int32(positions)])
+        return vals, pos
+
+    def _rows_last(self, a: CLArray, axis: Any) -> tuple[CLArray, int, tuple[int, ...] | None]:
+        """``a`` contiguous with the sort axis last: (array, axis length, the axes order to undo or
+        None when the axis already was last; axis None: the flattened array)."""
+        if axis is None:
+            flat = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
+            return flat, a.size, None
+        ax = normalize_axis_index(operator.index(axis), a.ndim)
+        order = tuple(d for d in range(a.ndim) if d != ax) + (ax,)
+        moved = a.view(tuple(a.shape[d] for d in order), tuple(a.strides[d] for d in order), a.offset)
+        c = moved if moved.c_contiguous else self.copy(moved)
+        return c, a.shape[ax], (order if ax != a.ndim - 1 else None)
+
+    def _restore(self, result: CLArray, shape: tuple[int, ...], order: tuple[int, ...] | None) -> CLArray:
+        """The moved-axis result laid back in NumPy's C order."""
+        if order is None:
+            return CLArray(self, result.data, shape, result.dtype, offset=result.offset)
+        moved_shape = tuple(shape[d] for d in order)
+        view = CLArray(self, result.data, moved_shape, result.dtype, offset=result.offset)
+        back = numpy.argsort(order)
+        return self.copy(view.view(shape, tuple(view.strides[k] for k in back), view.offset))
+
+    def sorted_along(self, a: CLArray, axis: Any, values: bool = True, positions: bool = False
+                     ) -> tuple[CLArray | None, CLArray | None]:
+        """(sorted values, argsort positions) along ``axis`` (None: flattened), NumPy's layout."""
+        c, row, order = self._rows_last(a, axis)
+        shape = (a.size,) if axis is None else a.shape
+        if c.size == 0:
+            return (self.empty(shape, a.dtype) if values else None,
+                    self.empty(shape, numpy.int64) if positions else None)
+        idx = self.sort_order(c, row)
+        vals, pos = self._take_sorted(c, idx, row, values, positions)
+        return (None if vals is None else self._restore(vals, shape, order),
+                None if pos is None else self._restore(pos, shape, order))
+
+    @implements(numpy.sort, kwargs=("axis", "kind", "order", "stable"), accepts=_sort_accepts)
+    def sort(self, a: CLArray, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> CLArray:
+        return self.sorted_along(a, axis)[0]
+
+    @implements(numpy.argsort, kwargs=("axis", "kind", "order", "stable"), accepts=_sort_accepts)
+    def argsort(self, a: CLArray, axis: Any = -1, kind: Any = None, order: Any = None, *,
+                stable: Any = None) -> CLArray:
+        return self.sorted_along(a, axis, values=False, positions=True)[1]
+
+    @implements(numpy.ndarray.sort, kwargs=("axis", "kind", "order", "stable"), accepts=_sort_accepts)
+    def sort_in_place(self, a: CLArray, axis: Any = -1, kind: Any = None, order: Any = None, *,
+                      stable: Any = None) -> None:
+        if axis is None:  # NumPy's message (ndarray.sort takes no axis=None)
+            raise TypeError("'NoneType' object cannot be interpreted as an integer")
+        result = self.sorted_along(a, axis)[0]
+        self.copy_into(a, result)
+
+    def _host_argument(self, x: Any) -> Any:
+        """A parameter given as a list, which the core made a device array: its host values."""
+        return self.to_host(x) if isinstance(x, CLArray) else x
+
+    def _check_kth(self, a: CLArray, kth: Any, axis: Any) -> None:
+        """NumPy's errors for ``kth`` (out of bounds, not integers), from a one-byte-per-element row."""
+        length = a.size if axis is None else a.shape[normalize_axis_index(operator.index(axis), a.ndim)]
+        numpy.partition(numpy.zeros(length, numpy.bool_), kth)
+
+    @implements(numpy.partition, kwargs=("kth", "axis", "kind", "order"), accepts=_partition_accepts)
+    def partition(self, a: CLArray, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> CLArray:
+        """A full sort: a partition for every kth (the values at each kth are NumPy's)."""
+        kth = self._host_argument(kth)
+        if a.ndim == 0:
+            numpy.partition(numpy.zeros((), a.dtype), kth, axis)  # (NumPy's error)
+        self._check_kth(a, kth, axis)
+        return self.sorted_along(a, axis)[0]
+
+    @implements(numpy.argpartition, kwargs=("kth", "axis", "kind", "order"), accepts=_partition_accepts)
+    def argpartition(self, a: CLArray, kth: Any, axis: Any = -1, kind: str = "introselect",
+                     order: Any = None) -> CLArray:
+        kth = self._host_argument(kth)
+        if a.ndim == 0:
+            numpy.argpartition(numpy.zeros((), a.dtype), kth, axis)
+        self._check_kth(a, kth, axis)
+        return self.sorted_along(a, axis, values=False, positions=True)[1]
+
+    # -- searches ---------------------------------------------------------------------------------
+    def _search(self, a: CLArray, v: Any, right: bool, sorter: CLArray | None = None) -> CLArray:
+        if isinstance(v, CLArray):
+            dt = numpy.result_type(a.dtype, v.dtype)
+            vv = v if v.c_contiguous and v.dtype == dt else self.copy(v, dt)
+        else:
+            dt = numpy.result_type(a.dtype, numpy.asarray(v).dtype)
+            vv = self.from_host(numpy.asarray(v, dt))
+        aa = a if a.c_contiguous and a.dtype == dt else self.copy(a, dt)
+        out = self.empty(vv.shape, numpy.int64)
+        if vv.size == 0:
+            return out
+        if sorter is not None:
+            if sorter.size != a.size:
+                raise ValueError("sorter.size must equal a.size")
+            if sorter.dtype != numpy.int64 or not sorter.c_contiguous:
+                sorter = self.copy(sorter, numpy.int64)
+        kernel = self._build(("search", dt), lambda: _kernel_source(_search_source(dt), "npg_search"))
+        self._launch(kernel, vv.size, [aa.data if aa.size else out.data, numpy.int64(aa.size),
+                                       (sorter if sorter is not None else out).data, numpy.int32(sorter is not None),
+                                       vv.data, out.data, numpy.int64(vv.size), numpy.int32(right)])
+        if sorter is not None and int(self.to_host(self.reduce_op("minimum", out))) < 0:
+            raise ValueError("Sorter index out of range.")
+        return out
+
+    @implements(numpy.searchsorted, kwargs=("v", "side", "sorter"), accepts=_searchsorted_accepts)
+    def searchsorted(self, a: CLArray, v: Any, side: str = "left", sorter: CLArray | None = None) -> CLArray:
+        return self._search(a, v, side == "right", sorter)
+
+    @implements(numpy.digitize, kwargs=("bins", "right"), accepts=_digitize_accepts)
+    def digitize(self, x: CLArray, bins: CLArray, right: bool = False) -> CLArray:
+        edges = self.to_host(bins)  # (the bins: a few values whose order NumPy checks)
+        numpy.digitize(numpy.empty(0, x.dtype), edges, right)  # NumPy's errors (not monotonic)
+        changes = numpy.flatnonzero(edges[1:] != edges[:-1])
+        if changes.size and edges[changes[0] + 1] < edges[changes[0]]:  # decreasing
+            reversed_bins = self.copy(bins.view(bins.shape, (-bins.strides[0],),
+                                                bins.offset + (bins.size - 1) * bins.strides[0]))
+            return self.ufunc_call(numpy.subtract, (bins.size, self._search(reversed_bins, x, not right)))
+        return self._search(bins, x, not right)
+
+    # -- unique -----------------------------------------------------------------------------------
+    @implements(numpy.unique, kwargs=("return_index", "return_inverse", "return_counts", "axis", "equal_nan",
+                                      "sorted"), accepts=_unique_accepts)
+    def unique(self, ar: CLArray, return_index: bool = False, return_inverse: bool = False,
+               return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+        c, n, _ = self._rows_last(ar, None)
+        wanted = [return_index, return_inverse, return_counts]
+        if n == 0:
+            outs = [self.empty((0,), ar.dtype), self.empty((0,), numpy.int64),
+                    self.empty(ar.shape, numpy.int64), self.empty((0,), numpy.int64)]
+            return _unique_result(outs, wanted)
+        idx = self.sort_order(c, n)
+        s, _ = self._take_sorted(c, idx, n, True, False)
+        assert s is not None
+        heads = self.empty((n,), numpy.int64)
+        dt = ar.dtype
+        kernel = self._build(("unique_heads", dt), lambda: _kernel_source(_heads_source(dt), "npg_unique_heads"))
+        self._launch(kernel, n, [s.data, heads.data, numpy.int64(n), numpy.int32(bool(equal_nan))])
+        group = self.cumulative("cumsum", heads)
+        u = int(self.to_host(group.view((), (), group.offset + (n - 1) * 8)))
+        uniq = self.empty((u,), dt)
+        first = self.empty((u,), numpy.int64)
+        start = self.empty((u,), numpy.int64)
+        inv = self.empty(ar.shape, numpy.int64)
+        program = _kernel_source(_unique_source(dt), "npg_unique_scatter")
+        kernel = self._build(("unique_scatter", dt), lambda: program)
+        self._launch(kernel, n, [s.data, idx.data, group.data, uniq.data, first.data, start.data, inv.data,
+                                 numpy.int64(n), numpy.int32(return_index), numpy.int32(return_inverse)])
+        counts = None
+        if return_counts:
+            counts = self.empty((u,), numpy.int64)
+            kernel = self._build(("unique_counts", dt), lambda: _kernel_source(program.source, "npg_unique_counts"))
+            self._launch(kernel, u, [start.data, counts.data, numpy.int64(u), numpy.int64(n)])
+        return _unique_result([uniq, first, inv, counts], wanted)
+
+    # -- counts -----------------------------------------------------------------------------------
+    def _bincount(self, x: CLArray, weights: CLArray | None, nbins: int, block: int = 0) -> CLArray:
+        """Counts (int64) or weight sums (float64) of each bin value 0..nbins-1 of non-negative int64 ``x``."""
+        n = x.size
+        xs = x if x.c_contiguous and x.dtype == numpy.int64 else self.copy(x, numpy.int64)
+        out = self.empty((nbins,), numpy.int64 if weights is None else numpy.float64)
+        if nbins == 0:
+            return out
+        perm = self.sort_order(xs, n) if n else xs
+        s, _ = self._take_sorted(xs, perm, n, True, False) if n else (xs, None)
+        assert s is not None
+        if weights is None:
+            kernel = self._build(("bincount",), lambda: _kernel_source(_COUNTS_SRC, "npg_bincount"))
+            self._launch(kernel, nbins, [s.data if n else out.data, out.data, numpy.int64(n), numpy.int64(nbins)])
+            return out
+        w = weights if weights.c_contiguous and weights.dtype == numpy.float64 else self.copy(weights, numpy.float64)
+        kernel = self._build(("binsums",), lambda: _kernel_source(_SUMS_SRC, "npg_binsums"))
+        self._launch(kernel, nbins, [s.data if n else out.data, perm.data if n else out.data,
+                                     w.data if n else out.data, out.data, numpy.int64(n), numpy.int64(nbins),
+                                     numpy.int64(block)])
+        return out
+
+    @implements(numpy.bincount, kwargs=("weights", "minlength"), accepts=_bincount_accepts)
+    def bincount(self, x: CLArray, weights: CLArray | None = None, minlength: int = 0) -> CLArray:
+        nbins = int(minlength)
+        if not x.size:  # (NumPy's counts of nothing: int64 zeros, with weights too)
+            return self._bincount(x, None, nbins)
+        if x.size:
+            if x.dtype.kind == "i" and int(self.to_host(self.reduce_op("minimum", x))) < 0:
+                raise ValueError("'list' argument must have no negative elements")
+            nbins = max(nbins, int(self.to_host(self.reduce_op("maximum", x))) + 1)
+        return self._bincount(x, weights, nbins)
+
+    @implements(numpy.histogram, kwargs=("bins", "range", "density", "weights"), accepts=_histogram_accepts)
+    def histogram(self, a: CLArray, bins: Any = 10, range: Any = None, density: Any = None,  # noqa: A002
+                  weights: CLArray | None = None) -> tuple[CLArray, CLArray]:
+        """NumPy's edges (its own code, from a stand-in holding a's min and max), binned here."""
+        bins = self._host_argument(bins)
+        flat = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
+        if range is None and not numpy.ndim(bins) and a.size:
+            low = self.to_host(self.reduce_op("minimum", flat))
+            high = self.to_host(self.reduce_op("maximum", flat))
+            stand_in = numpy.array([low, high], a.dtype)
+        else:
+            stand_in = numpy.zeros(0, a.dtype)
+        edges = numpy.histogram_bin_edges(stand_in, bins, range)
+        uniform = not numpy.ndim(bins)  # (NumPy's equal bins: computed, then corrected by the edges)
+        nb = edges.size - 1
+        # NumPy compares in the edges' dtype (equal bins) or the common one (searchsorted on edges)
+        dt = edges.dtype if uniform else numpy.result_type(a.dtype, edges.dtype)
+        xs = self.copy(flat, dt) if flat.dtype != dt else flat
+        dev_edges = self.from_host(edges.astype(dt))
+        bin_of = self.empty((a.size,), numpy.int64)
+        if a.size:
+            t = _table.ctype(dt)
+            src = _header(dt) + f"typedef {t} T;\n" + _BINS_TEMPLATE
+            kernel = self._build(("hist_bins", dt), lambda: _kernel_source(src, "npg_hist_bins"))
+            self._launch(kernel, a.size, [xs.data, dev_edges.data, numpy.int64(edges.size), bin_of.data,
+                                          numpy.int64(a.size)])
+        w = None if weights is None else self.reshape(weights if weights.c_contiguous else self.copy(weights),
+                                                      (weights.size,))
+        # NumPy's equal bins add one bincount per block of 65536 values (numpy/lib/_histograms_impl.py)
+        block = 65536 if uniform else 0
+        counts = self._bincount(bin_of, w, nb + 1, block)
+        hist = counts.view((nb,), counts.strides, counts.offset)
+        edges_out = self.from_host(edges)
+        if density:
+            db = self.from_host(numpy.diff(edges).astype(float))
+            total = self.reduction("sum", hist)
+            hist = self.ufunc_call(numpy.true_divide, (self.ufunc_call(numpy.true_divide, (hist, db)), total))
+        else:
+            hist = self.copy(hist)
+        return hist, edges_out
+
+    # -- order statistics -------------------------------------------------------------------------
+    def _ordered_rows(self, a: CLArray, axis: Any) -> tuple[CLArray, int, tuple[int, ...], int | None]:
+        """Each row along ``axis`` sorted, that axis last: (sorted, its length, the other axes' shape,
+        the axis or None)."""
+        c, n, _ = self._rows_last(a, axis)
+        ax = None if axis is None else normalize_axis_index(operator.index(axis), a.ndim)
+        rest = () if ax is None else tuple(s for d, s in enumerate(a.shape) if d != ax)
+        idx = self.sort_order(c, n)
+        s, _ = self._take_sorted(c, idx, n, True, False)
+        assert s is not None
+        return CLArray(self, s.data, rest + (n,), s.dtype), n, rest, ax
+
+    @staticmethod
+    def _column(s: CLArray, k: int) -> CLArray:
+        """The view s[..., k] (k may be negative)."""
+        k = k % s.shape[-1]
+        return s.view(s.shape[:-1], s.strides[:-1], s.offset + k * s.strides[-1])
+
+    def _nan_rows(self, s: CLArray, result: CLArray) -> CLArray:
+        """Where a row holds NaN (its last sorted value), that NaN (NumPy's _median_nancheck)."""
+        if s.dtype.kind != "f":
+            return result
+        last = self._column(s, -1)
+        return self.where(self.ufunc_call(numpy.isnan, (last,)), last, result)
+
+    @staticmethod
+    def _keep(result: CLArray, a: CLArray, ax: int | None, keepdims: bool, lead: tuple[int, ...] = ()) -> CLArray:
+        if not keepdims:
+            return result
+        shape = lead + ((1,) * a.ndim if ax is None else a.shape[:ax] + (1,) + a.shape[ax + 1:])
+        return CLArray(result.backend, result.data, shape, result.dtype, offset=result.offset)
+
+    @implements(numpy.median, kwargs=("axis", "out", "overwrite_input", "keepdims"), accepts=_median_accepts)
+    def median(self, a: CLArray, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+               keepdims: bool = False) -> CLArray:
+        s, n, _, ax = self._ordered_rows(a, axis)
+        mean_dt = numpy.mean(numpy.zeros(1, a.dtype)).dtype
+        high = self._column(s, n // 2)
+        if n % 2:
+            result = self.copy(high, mean_dt)
+        else:
+            total = self.ufunc_call(numpy.add, (self._column(s, n // 2 - 1), high), dtype=mean_dt,
+                                    errstate=_fperr.current())
+            result = self.ufunc_call(numpy.true_divide, (total, 2), dtype=mean_dt)
+        result = self._nan_rows(s, result)
+        return self._keep(result, a, ax, keepdims)
+
+    def _quantile(self, a: CLArray, qa: numpy.ndarray, axis: Any, keepdims: bool, weak: bool) -> CLArray:
+        """NumPy's 'linear' quantiles (numpy/lib/_function_base_impl.py, _quantile and _lerp): the
+        positions and weights computed as NumPy does on the host, the interpolation here."""
+        s, n, rest, ax = self._ordered_rows(a, axis)
+        virtual = numpy.asanyarray((n - 1) * qa)
+        columns = []
+        if virtual.dtype.kind in "iu":  # integer quantiles: the values at those positions
+            for k in virtual.ravel():
+                columns.append(self.copy(self._column(s, int(k))))
+        else:
+            prev = numpy.array(numpy.floor(virtual))
+            nxt = numpy.array(prev + 1)
+            above = virtual >= n - 1
+            prev[above] = -1
+            nxt[above] = -1
+            prev[virtual < 0] = 0
+            nxt[virtual < 0] = 0
+            prev_i, next_i = prev.astype(numpy.intp), nxt.astype(numpy.intp)
+            gamma = numpy.asanyarray(numpy.asanyarray(virtual - prev_i), dtype=virtual.dtype)
+            for k in range(virtual.size):
+                t: Any = float(gamma.ravel()[k]) if weak else gamma.ravel()[k]
+                low = self._column(s, int(prev_i.ravel()[k]))
+                high = self._column(s, int(next_i.ravel()[k]))
+                # NumPy's _lerp, operation by operation (its floating-point warnings too)
+                state = _fperr.current()
+                diff = self.ufunc_call(numpy.subtract, (high, low), errstate=state)
+                step = self.ufunc_call(numpy.multiply, (diff, t), errstate=state)
+                value = self.ufunc_call(numpy.add, (low, step), errstate=state)
+                if t >= 0.5:
+                    step = self.ufunc_call(numpy.multiply, (diff, 1 - t), errstate=state)
+                    value = self.ufunc_call(numpy.subtract, (high, step), dtype=value.dtype, casting="unsafe",
+                                            errstate=state)
+                columns.append(value)
+        columns = [self._nan_rows(s, col) for col in columns]
+        result = self.empty(qa.shape + rest, columns[0].dtype)
+        count = math.prod(rest)
+        for k, col in enumerate(columns):
+            self.copy_into(CLArray(self, result.data, rest, result.dtype, offset=k * count * result.itemsize), col)
+        return self._keep(result, a, ax, keepdims, qa.shape)
+
+
+_QUANTILE_KWARGS = ("q", "axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")
+
+
+def _quantile_function(percent: bool) -> Any:
+    """numpy.quantile (or numpy.percentile: q in percent): NumPy's checks of q, then Sorting._quantile."""
+    def impl(self: Sorting, a: CLArray, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None, interpolation: Any = None
+             ) -> CLArray:
+        weak = type(q) in (int, float)  # (NumPy: a Python number q gives weak promotion of the result)
+        q = self._host_argument(q)
+        qa = numpy.asanyarray(numpy.true_divide(q, 100) if percent else q)
+        if not numpy.all((qa >= 0) & (qa <= 1)):
+            what, top = ("Percentiles", 100) if percent else ("Quantiles", 1)
+            raise ValueError(f"{what} must be in the range [0, {top}]")
+        return self._quantile(a, qa, axis, keepdims, weak)
+
+    return impl
+
+
+implements(numpy.quantile, kwargs=_QUANTILE_KWARGS, accepts=_quantile_accepts)(_quantile_function(False))
+implements(numpy.percentile, kwargs=_QUANTILE_KWARGS, accepts=_quantile_accepts)(_quantile_function(True))
+
+
+def _kernel_source(source: str, name: str) -> codegen.KernelSource:
+    return codegen.KernelSource(source, name, "opencl", (), "cl_khr_fp64" in source)
+
+
+def _unique_result(outs: list[Any], wanted: list[bool]) -> Any:
+    uniq, first, inv, counts = outs
+    extra = [x for x, want in zip((first, inv, counts), wanted, strict=True) if want]
+    return (uniq, *extra) if extra else uniq
