@@ -204,7 +204,9 @@ def test_median(dtype):
         a = data(xp, dtype, shape=(5, 6), nan=False)
         b = data(xp, dtype, shape=(5, 7), seed=1)
         return [xp.median(a), xp.median(a, axis=0), xp.median(a, axis=1, keepdims=True), xp.median(b, axis=1),
-                xp.median(b), xp.median(a[:, :5], axis=-1), xp.median(a, keepdims=True)]
+                xp.median(b), xp.median(a[:, :5], axis=-1), xp.median(a, keepdims=True),
+                xp.median(xp.reshape(b, (5, 7, 1)), axis=(0, 2)), xp.median(xp.reshape(a, (2, 3, 5)), axis=(2, 0),
+                                                                         keepdims=True)]
 
     device(body)
 
@@ -217,8 +219,88 @@ def test_quantile_and_percentile(dtype):
         q32 = numpy.array([0.1, 0.5, 0.75], numpy.float32)
         return [xp.quantile(a, 0.3), xp.quantile(a, [0.0, 0.25, 1.0], axis=0), xp.quantile(a, q32, axis=1),
                 xp.quantile(b, 0.5, axis=1, keepdims=True), xp.percentile(a, 40), xp.percentile(b, [10, 90], axis=0),
-                xp.quantile(a, 1), xp.quantile(a, [0, 1], axis=1), xp.percentile(a, 50.0, keepdims=True)]
+                xp.quantile(a, 1), xp.quantile(a, [0, 1], axis=1), xp.percentile(a, 50.0, keepdims=True),
+                xp.quantile(xp.reshape(b, (5, 3, 2)), [0.2, 0.9], axis=(1, 2), keepdims=True)]
 
     device(body)
     device(lambda xp: xp.quantile(xp.ones(3), 1.5))  # NumPy's ValueError
     device(lambda xp: xp.percentile(xp.ones(3), [-1, 50]))
+
+
+def test_views_with_offsets():
+    """Views that start inside their buffer (a[3:]) read from their own first element."""
+    def body(xp):
+        a = data(xp, "float64", shape=(40,), seed=8)
+        ints = xp.abs(data(xp, "int64", shape=(40,), seed=9, nan=False)) % 5
+        w = data(xp, "float64", shape=(40,), seed=10, nan=False)
+        s = xp.sort(a)
+        return [xp.searchsorted(s[5:], a[7:20]), xp.searchsorted(s[3:], a[4:], sorter=xp.argsort(s[3:])[1:]),
+                xp.bincount(ints[3:], weights=w[3:]), *xp.histogram(a[6:], bins=4, range=(-1, 1)),
+                xp.interp(a[9:], s[2:30], w[4:32]), xp.unique(ints[11:], return_inverse=True)[1],
+                xp.median(xp.reshape(a[4:], (6, 6)), axis=0)]
+
+    device(body)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint64", "float32", "float64"])
+def test_lexsort(dtype):
+    def body(xp):
+        primary = data(xp, dtype, shape=(30,), seed=11)
+        secondary = data(xp, "int16", shape=(30,), seed=12)
+        grid = data(xp, dtype, shape=(3, 4, 5), seed=13)
+        other = data(xp, "float64", shape=(3, 4, 5), seed=14)
+        stacked = xp.stack([secondary, secondary[::-1]])
+        return [xp.lexsort((secondary, primary)), xp.lexsort([primary]), xp.lexsort(stacked),
+                xp.lexsort((other, grid), axis=1), xp.lexsort((grid, other), axis=0)]
+
+    device(body)
+    device(lambda xp: xp.lexsort((xp.ones(3), xp.ones(4))))  # NumPy's ValueError: not the same shape
+
+
+def test_interp():
+    def body(xp):
+        rng = numpy.random.default_rng(15)
+        x = rng.uniform(-1, 12, 50)
+        x[3] = numpy.nan
+        sample = xp.asarray([0.0, 1.0, 1.0, 2.5, 4.0, 10.0])
+        values = xp.asarray([1.0, -2.0, 3.0, numpy.inf, numpy.inf, 0.5])
+        ints = xp.asarray(numpy.arange(6))
+        x = xp.asarray(numpy.concatenate([x, [0.0, 1.0, 4.0, 10.0, 3.0]]))
+        return [xp.interp(x, sample, values), xp.interp(x, sample, values, left=-7, right=7.5),
+                xp.interp(x, ints, ints * 2), xp.interp(2.5, sample, values),
+                xp.interp(x, xp.asarray([2.0]), xp.asarray([5.0]))]
+
+    device(body)
+    device(lambda xp: xp.interp(xp.ones(3), xp.ones(2), xp.ones(3)))  # NumPy's ValueError
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_nanmedian(dtype):
+    def body(xp):
+        a = data(xp, dtype, shape=(6, 7))
+        if dtype == "int32":
+            return [xp.nanmedian(a), xp.nanmedian(a, axis=0), xp.nanmedian(a, axis=1, keepdims=True)]
+        b = xp.asarray(numpy.array([[1.0, numpy.nan, 3.0, 2.0], [numpy.nan] * 4, [5.0, 6.0, numpy.nan, numpy.inf]],
+                                   dtype))
+        long_rows = data(xp, dtype, shape=(2, 601), seed=3)
+        return [xp.nanmedian(a), xp.nanmedian(a, axis=0), xp.nanmedian(a, axis=1, keepdims=True),
+                xp.nanmedian(a, axis=(0, 1)), xp.nanmedian(b[0]), xp.nanmedian(b[2], keepdims=True),
+                xp.nanmedian(b[::2], axis=1), xp.nanmedian(long_rows, axis=1)]
+
+    device(body)
+    with pytest.warns(RuntimeWarning, match="All-NaN slice encountered"):
+        device(lambda xp: xp.nanmedian(xp.asarray(numpy.array([[1.0, numpy.nan], [numpy.nan, numpy.nan]])), axis=1))
+
+
+def test_host_values_as_arguments():
+    """Lists where NumPy takes arrays (edges, sample points, quantiles, kth) and device arrays where
+    NumPy reads values on the host (quantiles, kth)."""
+    def body(xp):
+        x = data(xp, "float64", shape=(5, 8), seed=16)
+        s = xp.sort(xp.ravel(x))
+        return [xp.searchsorted(s, [0.0, 1.5]), xp.digitize(x, [-1.0, 0.0, 2.0]), xp.interp(x, [-1, 0, 3], [5, 0, 1]),
+                xp.quantile(x, xp.asarray([0.25, 0.5]), axis=1), xp.percentile(x, (5, 95)),
+                xp.partition(x, xp.asarray([1, 6]))[:, 6], *xp.histogram(x, bins=[-2, 0, 0.5, 9]),
+                xp.bincount([0, 3, 3, 1], weights=xp.asarray([0.5, 1.0, 2.0, 4.0]))]
+
+    device(body)

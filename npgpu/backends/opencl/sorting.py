@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy
-from numpy.lib.array_utils import normalize_axis_index
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ... import _fperr
 from ...kernels import codegen
 from ...kernels import ufuncs as _table
 from ..base import Backend
-from .array import CLArray, _native_or_device
+from .array import CLArray, _array_operand
 from .routing import implements
 
 #: bits of the key a radix pass sorts (PoCL, 10^6 64-bit keys: 2 bits 1.04 s, 4 bits 1.06 s, 8 bits
@@ -223,6 +224,53 @@ __kernel void npg_hist_bins(__global const T* x, __global const T* e, long ne, _
 }
 """
 
+# nanmedian of sorted rows (NaN last): the median of each row's values before its first NaN;
+# ``doubled``: (x + x) / 2 for an odd count, as NumPy's masked median computes it
+_NANMEDIAN_TEMPLATE = """
+__kernel void npg_nanmedian(__global const T* s, __global T* out, __global uchar* all_nan, long rows, long n,
+                            int doubled) {
+  long r = get_global_id(0);
+  if (r >= rows) return;
+  __global const T* row = s + r * n;
+  long lo = 0, hi = n;
+  while (lo < hi) { long mid = lo + (hi - lo) / 2; if (isnan(row[mid])) hi = mid; else lo = mid + 1; }
+  all_nan[r] = lo == 0;
+  if (lo == 0) { out[r] = row[n - 1]; return; }
+  T low = row[(lo - 1) / 2], high = row[lo / 2];
+  if (lo % 2 && !doubled) { out[r] = high; return; }
+  T total = low + high;
+  out[r] = total / (T)2;
+}
+"""
+
+# numpy.interp (numpy/_core/src/multiarray/compiled_base.c, arr_interp), in float64: the same
+# search (the last xp[j] <= x), the same slope and the same retries where the result is NaN
+_INTERP_SRC = """
+#pragma OPENCL FP_CONTRACT OFF
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void npg_interp(__global const double* x, __global const double* xp, __global const double* fp, long m,
+                         double left, double right, __global double* out, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  double v = x[i];
+  if (m == 1) { out[i] = v < xp[0] ? left : (v > xp[0] ? right : fp[0]); return; }  /* (NaN: fp[0]) */
+  if (isnan(v)) { out[i] = v; return; }
+  if (v > xp[m - 1]) { out[i] = right; return; }
+  if (v < xp[0]) { out[i] = left; return; }
+  long lo = 0, hi = m;
+  while (lo < hi) { long mid = lo + (hi - lo) / 2; if (xp[mid] <= v) lo = mid + 1; else hi = mid; }
+  long j = lo - 1;
+  if (j == m - 1 || xp[j] == v) { out[i] = fp[j]; return; }
+  double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+  double r = slope * (v - xp[j]) + fp[j];
+  if (isnan(r)) {
+    r = slope * (v - xp[j + 1]) + fp[j + 1];
+    if (isnan(r) && fp[j] == fp[j + 1]) r = fp[j];
+  }
+  out[i] = r;
+}
+"""
+
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
 
@@ -236,8 +284,7 @@ def _sort_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def _partition_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     kind = args[3] if len(args) > 3 else kwargs.get("kind", "introselect")
     order = args[4] if len(args) > 4 else kwargs.get("order")
-    kth = args[1] if len(args) > 1 else kwargs.get("kth")
-    return kind == "introselect" and order is None and not _native_or_device(kth) and len(args) <= 5
+    return kind == "introselect" and order is None and len(args) <= 5
 
 
 def _host_scalar(x: Any) -> bool:
@@ -249,8 +296,8 @@ def _searchsorted_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
     v = args[1] if len(args) > 1 else kwargs.get("v")
     side = args[2] if len(args) > 2 else kwargs.get("side", "left")
     sorter = args[3] if len(args) > 3 else kwargs.get("sorter")
-    return (_native_or_device(a) and a.ndim == 1 and (_native_or_device(v) or _host_scalar(v))
-            and side in ("left", "right") and (sorter is None or (_native_or_device(sorter) and sorter.ndim == 1
+    return (_array_operand(a) and a.ndim == 1 and (_array_operand(v) or _host_scalar(v))
+            and side in ("left", "right") and (sorter is None or (_array_operand(sorter) and sorter.ndim == 1
                                                                  and sorter.dtype.kind in "iu")))
 
 
@@ -258,7 +305,7 @@ def _digitize_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     x = args[0]
     bins = args[1] if len(args) > 1 else kwargs.get("bins")
     right = args[2] if len(args) > 2 else kwargs.get("right", False)
-    return (_native_or_device(x) and _native_or_device(bins) and bins.ndim == 1
+    return (_array_operand(x) and _array_operand(bins) and bins.ndim == 1
             and isinstance(right, (bool, numpy.bool_)))
 
 
@@ -270,6 +317,13 @@ def _unique_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
             and all(isinstance(f, (bool, numpy.bool_)) for f in flags))
 
 
+def _reduced_axis(axis: Any) -> bool:
+    """An axis argument of the order statistics here: None, an int, or a non-empty tuple of ints."""
+    if isinstance(axis, (tuple, list)):
+        return bool(axis) and all(isinstance(d, (int, numpy.integer)) for d in axis)
+    return axis is None or isinstance(axis, (int, numpy.integer))
+
+
 def _quantile_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     a = args[0]
     q = args[1] if len(args) > 1 else kwargs.get("q")
@@ -278,21 +332,51 @@ def _quantile_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         return False
     if kwargs.get("method", "linear") != "linear" or kwargs.get("interpolation") is not None:
         return False
-    if _native_or_device(q) or not (axis is None or isinstance(axis, (int, numpy.integer))):
+    if not _reduced_axis(axis) or a.ndim == 0:
         return False
-    try:
-        qa = numpy.asarray(q)
-    except (TypeError, ValueError):
-        return False
-    return qa.dtype.kind in "biuf" and qa.size > 0 and a.size > 0 and isinstance(kwargs.get("keepdims", False), bool)
+    if _array_operand(q):  # (an array of quantiles: read on the host by the implementation)
+        kind, size = q.dtype.kind, q.size
+    else:
+        try:
+            qa = numpy.asarray(q)
+        except (TypeError, ValueError):
+            return False
+        kind, size = qa.dtype.kind, qa.size
+    return kind in "biuf" and size > 0 and a.size > 0 and isinstance(kwargs.get("keepdims", False), bool)
 
 
 def _median_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     a = args[0]
     axis = args[1] if len(args) > 1 else kwargs.get("axis")
-    return (len(args) <= 2 and kwargs.get("out") is None and a.size > 0
-            and (axis is None or isinstance(axis, (int, numpy.integer)))
+    # (a 0-d array's median is NumPy's Python float; an empty one NumPy's NaN with its warning)
+    return (len(args) <= 2 and kwargs.get("out") is None and a.size > 0 and a.ndim > 0 and _reduced_axis(axis)
             and isinstance(kwargs.get("keepdims", False), bool))
+
+
+def _nanmedian_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return _median_accepts(args, kwargs)
+
+
+def _lexsort_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    keys = args[0] if args else kwargs.get("keys")
+    axis = args[1] if len(args) > 1 else kwargs.get("axis", -1)
+    if isinstance(keys, (tuple, list)):
+        arrays = list(keys)
+    elif _array_operand(keys) and keys.ndim >= 1:
+        arrays = [keys]
+    else:
+        return False
+    return (bool(arrays) and all(_array_operand(k) and k.dtype.kind in "biuf" for k in arrays)
+            and isinstance(axis, (int, numpy.integer)) and not isinstance(axis, bool))
+
+
+def _interp_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    x, xp, fp = (list(args[:3]) + [kwargs.get(k) for k in ("x", "xp", "fp")[len(args):]])[:3]
+    bounds = [*args[3:5], kwargs.get("left"), kwargs.get("right")]
+    period = args[5] if len(args) > 5 else kwargs.get("period")
+    return (period is None and (_array_operand(x) or _host_scalar(x))
+            and all(_array_operand(v) and v.ndim == 1 and v.dtype.kind in "biuf" for v in (xp, fp))
+            and all(b is None or (_host_scalar(b) and not isinstance(b, (bool, numpy.bool_))) for b in bounds))
 
 
 def _bincount_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -300,7 +384,7 @@ def _bincount_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     weights = args[1] if len(args) > 1 else kwargs.get("weights")
     minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
     return (x.ndim == 1 and (x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8))
-            and (weights is None or (_native_or_device(weights) and weights.shape == x.shape
+            and (weights is None or (_array_operand(weights) and weights.shape == x.shape
                                      and weights.dtype == numpy.float64))
             and isinstance(minlength, (int, numpy.integer)) and not isinstance(minlength, bool) and minlength >= 0)
 
@@ -309,11 +393,11 @@ def _histogram_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     a = args[0]
     bins = args[1] if len(args) > 1 else kwargs.get("bins", 10)
     weights = args[4] if len(args) > 4 else kwargs.get("weights")
-    if isinstance(bins, str) or _native_or_device(bins) or a.dtype.kind not in "biuf":
+    if isinstance(bins, str) or a.dtype.kind not in "biuf":
         return False
     # weights: float64 ones over equal bins (NumPy's block sums, repeated exactly); its cumulative
     # sums over other edges are NumPy's to round
-    return weights is None or (_native_or_device(weights) and weights.shape == a.shape
+    return weights is None or (_array_operand(weights) and weights.shape == a.shape
                                and weights.dtype == numpy.float64 and not numpy.ndim(bins))
 
 
@@ -437,6 +521,12 @@ class Sorting(Backend):
         result = self.sorted_along(a, axis)[0]
         self.copy_into(a, result)
 
+    def _dense(self, a: CLArray, dtype: Any) -> CLArray:
+        """``a`` as ``dtype``, contiguous from the start of its buffer (what the kernels here index)."""
+        if a.dtype == dtype and a.c_contiguous and a.offset == 0:
+            return a
+        return self.copy(a, dtype)
+
     def _host_argument(self, x: Any) -> Any:
         """A parameter given as a list, which the core made a device array: its host values."""
         return self.to_host(x) if isinstance(x, CLArray) else x
@@ -468,19 +558,18 @@ class Sorting(Backend):
     def _search(self, a: CLArray, v: Any, right: bool, sorter: CLArray | None = None) -> CLArray:
         if isinstance(v, CLArray):
             dt = numpy.result_type(a.dtype, v.dtype)
-            vv = v if v.c_contiguous and v.dtype == dt else self.copy(v, dt)
+            vv = self._dense(v, dt)
         else:
             dt = numpy.result_type(a.dtype, numpy.asarray(v).dtype)
             vv = self.from_host(numpy.asarray(v, dt))
-        aa = a if a.c_contiguous and a.dtype == dt else self.copy(a, dt)
+        aa = self._dense(a, dt)
         out = self.empty(vv.shape, numpy.int64)
         if vv.size == 0:
             return out
         if sorter is not None:
             if sorter.size != a.size:
                 raise ValueError("sorter.size must equal a.size")
-            if sorter.dtype != numpy.int64 or not sorter.c_contiguous:
-                sorter = self.copy(sorter, numpy.int64)
+            sorter = self._dense(sorter, numpy.int64)
         kernel = self._build(("search", dt), lambda: _kernel_source(_search_source(dt), "npg_search"))
         self._launch(kernel, vv.size, [aa.data if aa.size else out.data, numpy.int64(aa.size),
                                        (sorter if sorter is not None else out).data, numpy.int32(sorter is not None),
@@ -503,6 +592,52 @@ class Sorting(Backend):
                                                 bins.offset + (bins.size - 1) * bins.strides[0]))
             return self.ufunc_call(numpy.subtract, (bins.size, self._search(reversed_bins, x, not right)))
         return self._search(bins, x, not right)
+
+    @implements(numpy.lexsort, kwargs=("axis",), accepts=_lexsort_accepts)
+    def lexsort(self, keys: Any, axis: int = -1) -> CLArray:
+        """Stable sorts by each key in turn, the last key the primary one (NumPy's order)."""
+        if isinstance(keys, CLArray):  # the rows of an array are the keys
+            if keys.ndim == 1:
+                keys = [keys]
+            else:
+                keys = [keys.view(keys.shape[1:], keys.strides[1:], keys.offset + k * keys.strides[0])
+                        for k in range(keys.shape[0])]
+        shape = keys[0].shape
+        if any(k.shape != shape for k in keys):
+            raise ValueError("all keys need to be the same shape")
+        if not shape:
+            numpy.lexsort([numpy.zeros((), k.dtype) for k in keys], axis)  # (NumPy's answer or error for 0-d)
+            return self.empty((), numpy.int64)
+        rows = [self._rows_last(k, axis) for k in keys]
+        c, row, order = rows[0]
+        if c.size == 0:
+            return self.empty(shape, numpy.int64)
+        perm = None
+        for key, _, _ in rows:
+            perm = self.sort_order(key, row, perm)
+        assert perm is not None
+        _, pos = self._take_sorted(c, perm, row, False, True)
+        assert pos is not None
+        return self._restore(pos, shape, order)
+
+    @implements(numpy.interp, kwargs=("x", "xp", "fp", "left", "right", "period"), accepts=_interp_accepts)
+    def interp(self, x: Any, xp: CLArray, fp: CLArray, left: Any = None, right: Any = None,
+               period: Any = None) -> CLArray:
+        if fp.size != xp.size:
+            raise ValueError("fp and xp are not of the same length.")
+        if xp.size == 0:
+            raise ValueError("array of sample points is empty")
+        f8 = numpy.dtype(numpy.float64)
+        xs = x if isinstance(x, CLArray) else self.from_host(numpy.asarray(x, f8))
+        xs, xps, fps = (self._dense(v, f8) for v in (xs, xp, fp))
+        low = float(self.to_host(self._column(fps, 0))) if left is None else float(left)
+        high = float(self.to_host(self._column(fps, -1))) if right is None else float(right)
+        out = self.empty(xs.shape, f8)
+        if xs.size:
+            kernel = self._build(("interp",), lambda: _kernel_source(_INTERP_SRC, "npg_interp"))
+            self._launch(kernel, xs.size, [xs.data, xps.data, fps.data, numpy.int64(xps.size), f8.type(low),
+                                           f8.type(high), out.data, numpy.int64(xs.size)])
+        return out
 
     # -- unique -----------------------------------------------------------------------------------
     @implements(numpy.unique, kwargs=("return_index", "return_inverse", "return_counts", "axis", "equal_nan",
@@ -543,7 +678,7 @@ class Sorting(Backend):
     def _bincount(self, x: CLArray, weights: CLArray | None, nbins: int, block: int = 0) -> CLArray:
         """Counts (int64) or weight sums (float64) of each bin value 0..nbins-1 of non-negative int64 ``x``."""
         n = x.size
-        xs = x if x.c_contiguous and x.dtype == numpy.int64 else self.copy(x, numpy.int64)
+        xs = self._dense(x, numpy.int64)
         out = self.empty((nbins,), numpy.int64 if weights is None else numpy.float64)
         if nbins == 0:
             return out
@@ -554,7 +689,7 @@ class Sorting(Backend):
             kernel = self._build(("bincount",), lambda: _kernel_source(_COUNTS_SRC, "npg_bincount"))
             self._launch(kernel, nbins, [s.data if n else out.data, out.data, numpy.int64(n), numpy.int64(nbins)])
             return out
-        w = weights if weights.c_contiguous and weights.dtype == numpy.float64 else self.copy(weights, numpy.float64)
+        w = self._dense(weights, numpy.float64)
         kernel = self._build(("binsums",), lambda: _kernel_source(_SUMS_SRC, "npg_binsums"))
         self._launch(kernel, nbins, [s.data if n else out.data, perm.data if n else out.data,
                                      w.data if n else out.data, out.data, numpy.int64(n), numpy.int64(nbins),
@@ -589,7 +724,7 @@ class Sorting(Backend):
         nb = edges.size - 1
         # NumPy compares in the edges' dtype (equal bins) or the common one (searchsorted on edges)
         dt = edges.dtype if uniform else numpy.result_type(a.dtype, edges.dtype)
-        xs = self.copy(flat, dt) if flat.dtype != dt else flat
+        xs = self._dense(flat, dt)
         dev_edges = self.from_host(edges.astype(dt))
         bin_of = self.empty((a.size,), numpy.int64)
         if a.size:
@@ -614,16 +749,21 @@ class Sorting(Backend):
         return hist, edges_out
 
     # -- order statistics -------------------------------------------------------------------------
-    def _ordered_rows(self, a: CLArray, axis: Any) -> tuple[CLArray, int, tuple[int, ...], int | None]:
-        """Each row along ``axis`` sorted, that axis last: (sorted, its length, the other axes' shape,
-        the axis or None)."""
-        c, n, _ = self._rows_last(a, axis)
-        ax = None if axis is None else normalize_axis_index(operator.index(axis), a.ndim)
-        rest = () if ax is None else tuple(s for d, s in enumerate(a.shape) if d != ax)
+    def _ordered_rows(self, a: CLArray, axis: Any) -> tuple[CLArray, int, tuple[int, ...], tuple[int, ...]]:
+        """The values over ``axis`` (an int, a tuple of axes or None: all) as sorted rows, last:
+        (sorted, the row length, the kept axes' shape, the reduced axes), NumPy's _ureduce layout."""
+        axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
+        kept = tuple(d for d in range(a.ndim) if d not in axes)
+        order = kept + axes
+        rest = tuple(a.shape[d] for d in kept)
+        n = math.prod(a.shape[d] for d in axes)
+        moved = a.view(tuple(a.shape[d] for d in order), tuple(a.strides[d] for d in order), a.offset)
+        c = moved if moved.c_contiguous else self.copy(moved)
+        c = CLArray(self, c.data, rest + (n,), c.dtype, offset=c.offset)
         idx = self.sort_order(c, n)
         s, _ = self._take_sorted(c, idx, n, True, False)
         assert s is not None
-        return CLArray(self, s.data, rest + (n,), s.dtype), n, rest, ax
+        return CLArray(self, s.data, rest + (n,), s.dtype), n, rest, axes
 
     @staticmethod
     def _column(s: CLArray, k: int) -> CLArray:
@@ -639,16 +779,17 @@ class Sorting(Backend):
         return self.where(self.ufunc_call(numpy.isnan, (last,)), last, result)
 
     @staticmethod
-    def _keep(result: CLArray, a: CLArray, ax: int | None, keepdims: bool, lead: tuple[int, ...] = ()) -> CLArray:
+    def _keep(result: CLArray, a: CLArray, axes: tuple[int, ...], keepdims: bool, lead: tuple[int, ...] = ()
+              ) -> CLArray:
         if not keepdims:
             return result
-        shape = lead + ((1,) * a.ndim if ax is None else a.shape[:ax] + (1,) + a.shape[ax + 1:])
+        shape = lead + tuple(1 if d in axes else a.shape[d] for d in range(a.ndim))
         return CLArray(result.backend, result.data, shape, result.dtype, offset=result.offset)
 
     @implements(numpy.median, kwargs=("axis", "out", "overwrite_input", "keepdims"), accepts=_median_accepts)
     def median(self, a: CLArray, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                keepdims: bool = False) -> CLArray:
-        s, n, _, ax = self._ordered_rows(a, axis)
+        s, n, _, axes = self._ordered_rows(a, axis)
         mean_dt = numpy.mean(numpy.zeros(1, a.dtype)).dtype
         high = self._column(s, n // 2)
         if n % 2:
@@ -658,12 +799,35 @@ class Sorting(Backend):
                                     errstate=_fperr.current())
             result = self.ufunc_call(numpy.true_divide, (total, 2), dtype=mean_dt)
         result = self._nan_rows(s, result)
-        return self._keep(result, a, ax, keepdims)
+        return self._keep(result, a, axes, keepdims)
+
+    @implements(numpy.nanmedian, kwargs=("axis", "out", "overwrite_input", "keepdims"),
+                accepts=_nanmedian_accepts)
+    def nanmedian(self, a: CLArray, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+                  keepdims: bool = False) -> CLArray:
+        """NumPy's nanmedian (numpy/lib/_nanfunctions_impl.py): the median of each row's non-NaN values,
+        NaN and an "All-NaN slice encountered" warning per row that has none."""
+        if a.dtype.kind != "f":  # (no NaN: NumPy's answer is the median's)
+            return self.median(a, axis, keepdims=keepdims)
+        s, n, rest, axes = self._ordered_rows(a, axis)
+        rows = math.prod(rest)
+        one_row = axis is None or not rest  # NumPy's one-dimensional road: the median of the compressed row
+        result = self.empty(rest, a.dtype)
+        all_nan = self.empty(rest, numpy.bool_)
+        t = _table.ctype(a.dtype)
+        src = _header(a.dtype) + f"typedef {t} T;\n" + _NANMEDIAN_TEMPLATE
+        kernel = self._build(("nanmedian", a.dtype), lambda: _kernel_source(src, "npg_nanmedian"))
+        self._launch(kernel, rows, [s.data, result.data, all_nan.data, numpy.int64(rows), numpy.int64(n),
+                                    numpy.int32(not one_row and n < 600)])
+        empty_rows = int(self.to_host(self.reduction("sum", all_nan)))
+        for _ in range(1 if one_row and empty_rows else empty_rows):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
+        return self._keep(result, a, axes, keepdims)
 
     def _quantile(self, a: CLArray, qa: numpy.ndarray, axis: Any, keepdims: bool, weak: bool) -> CLArray:
         """NumPy's 'linear' quantiles (numpy/lib/_function_base_impl.py, _quantile and _lerp): the
         positions and weights computed as NumPy does on the host, the interpolation here."""
-        s, n, rest, ax = self._ordered_rows(a, axis)
+        s, n, rest, axes = self._ordered_rows(a, axis)
         virtual = numpy.asanyarray((n - 1) * qa)
         columns = []
         if virtual.dtype.kind in "iu":  # integer quantiles: the values at those positions
@@ -698,7 +862,7 @@ class Sorting(Backend):
         count = math.prod(rest)
         for k, col in enumerate(columns):
             self.copy_into(CLArray(self, result.data, rest, result.dtype, offset=k * count * result.itemsize), col)
-        return self._keep(result, a, ax, keepdims, qa.shape)
+        return self._keep(result, a, axes, keepdims, qa.shape)
 
 
 _QUANTILE_KWARGS = ("q", "axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")
