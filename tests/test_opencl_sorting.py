@@ -2,6 +2,8 @@
 
 Each body runs as NumPy and as npgpu on OpenCL with fallbacks raising: what is compared ran on the
 device. Data holds ties, NaN, -0.0 next to 0.0, and empty and 0-d arrays where NumPy takes them.
+A CPU device (PoCL) leaves these functions to NumPy by choice (sorting.HOST_ON_CPU: slower there);
+the tests here turn that choice off, so that the kernels a GPU runs are checked on PoCL too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ import pytest
 
 from npgpu._harness import check
 
+pytest.importorskip("pyopencl")
+
+from npgpu.backends.opencl import OpenCLBackend  # noqa: E402
+from npgpu.backends.opencl.sorting import HOST_ON_CPU  # noqa: E402
+
 pytestmark = pytest.mark.opencl
 
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -18,8 +25,8 @@ DTYPES = ["bool", *INTS, "float32", "float64"]
 
 
 @pytest.fixture(autouse=True)
-def _opencl(cl):  # skipped where OpenCL can't run
-    return cl
+def _on_the_device(cl, monkeypatch):  # (skipped where OpenCL can't run)
+    monkeypatch.setattr(OpenCLBackend, "prefers_host", lambda self, func: False)
 
 
 def device(body, **kwargs):
@@ -302,5 +309,19 @@ def test_host_values_as_arguments():
                 xp.quantile(x, xp.asarray([0.25, 0.5]), axis=1), xp.percentile(x, (5, 95)),
                 xp.partition(x, xp.asarray([1, 6]))[:, 6], *xp.histogram(x, bins=[-2, 0, 0.5, 9]),
                 xp.bincount([0, 3, 3, 1], weights=xp.asarray([0.5, 1.0, 2.0, 4.0]))]
+
+    device(body)
+
+
+def test_cpu_devices_sort_on_the_host(cl, monkeypatch):
+    """On a CPU device the sorts run in NumPy by choice (not a fallback: on_fallback='raise' holds),
+    with NumPy's answers; binary searches stay on the device."""
+    monkeypatch.undo()
+    assert all(cl.prefers_host(f) == cl.is_cpu for f in HOST_ON_CPU)
+    assert not cl.prefers_host(numpy.searchsorted) and not cl.prefers_host(numpy.interp)
+
+    def body(xp):
+        a = data(xp, "float64", shape=(6, 5))
+        return [xp.sort(a), xp.median(a, axis=0), xp.unique(a), xp.searchsorted(xp.sort(xp.ravel(a)), a)]
 
     device(body)

@@ -27,6 +27,7 @@ from .linalg import _HOST_ON_CPU, Linalg
 from .memory import Memory
 from .movement import Movement
 from .reductions import Reductions
+from .sorting import HOST_ON_CPU as _SORTS_ON_CPU
 from .sorting import Sorting
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
@@ -131,13 +132,14 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         return random_kernels.opencl_doubles(self, state, shape)
 
     def prefers_host(self, func: Any) -> bool:
-        """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot.
+        """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot
+        and the sorts and what is built on them (sorting.HOST_ON_CPU has the measurements).
 
         Measured on PoCL (2 cores), float64 n x n: 64: 0.84 ms vs NumPy 0.013; 256: 21.5 ms vs 0.47;
         512: 138 ms vs 3.2 (the local-memory tiled kernel suits GPUs; OpenBLAS wins on a CPU).
         Placement keeps such calls on the host when their inputs are there.
         """
-        return self.is_cpu and func in _HOST_ON_CPU
+        return self.is_cpu and (func in _HOST_ON_CPU or func in _SORTS_ON_CPU)
 
     supports_function = routing.supports_function
     call_function = routing.call_function
