@@ -86,6 +86,17 @@ def test_sort_layouts_and_edges(dtype):
 def test_sort_errors():
     device(lambda xp: xp.sort(xp.asarray(numpy.array(3.0))))  # (AxisError: a 0-d array has no axis -1)
     device(lambda xp: xp.sort(xp.asarray(numpy.ones((2, 3))), axis=2))
+    device(lambda xp: xp.argsort(xp.ones(3), axis=1.0))  # TypeError
+    device(lambda xp: xp.sort(xp.ones(3), stable=False))
+
+
+def test_sort_arguments_numpy_judges():
+    """kind with stable, an unknown kind: NumPy's errors (from NumPy, counted as a fallback)."""
+    import npgpu
+
+    for kwargs in ({"kind": "stable", "stable": True}, {"kind": "bogus"}):
+        with pytest.raises(ValueError), npgpu.enable("opencl", threshold=0):
+            npgpu.sort(npgpu.ones(3), **kwargs)
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32", "float64"])

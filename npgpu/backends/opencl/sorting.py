@@ -26,19 +26,21 @@ from .routing import implements
 #: 13 s; fewer passes suit GPUs, so 4)
 _RADIX_BITS = 4
 
-# the key of each value type: an unsigned integer whose order is NumPy's order of the values
+# the key of each value type: an unsigned integer whose order is NumPy's order of the values, and
+# its bits (the radix passes: 4 bits each). Every key is a ulong: one radix sort program serves every
+# dtype and the row pass (a cold build of one costs 10-30 s on PoCL).
 _KEYS = {
-    "b": ("uint", "(uint)(x != 0)", 1),
-    "u1": ("uint", "(uint)x", 8),
-    "u2": ("uint", "(uint)x", 16),
-    "u4": ("uint", "x", 32),
-    "u8": ("ulong", "x", 64),
-    "i1": ("uint", "(uint)((uchar)x ^ 0x80u)", 8),
-    "i2": ("uint", "(uint)((ushort)x ^ 0x8000u)", 16),
-    "i4": ("uint", "((uint)x ^ 0x80000000u)", 32),
-    "i8": ("ulong", "((ulong)x ^ 0x8000000000000000UL)", 64),
-    "f4": ("uint", "npg_fkey(x)", 32),
-    "f8": ("ulong", "npg_dkey(x)", 64),
+    "b": ("(ulong)(x != 0)", 1),
+    "u1": ("(ulong)x", 8),
+    "u2": ("(ulong)x", 16),
+    "u4": ("(ulong)x", 32),
+    "u8": ("x", 64),
+    "i1": ("(ulong)((uchar)x ^ 0x80u)", 8),
+    "i2": ("(ulong)((ushort)x ^ 0x8000u)", 16),
+    "i4": ("(ulong)((uint)x ^ 0x80000000u)", 32),
+    "i8": ("((ulong)x ^ 0x8000000000000000UL)", 64),
+    "f4": ("(ulong)npg_fkey(x)", 32),
+    "f8": ("npg_dkey(x)", 64),
 }
 
 _FLOAT_KEYS = """
@@ -73,12 +75,12 @@ def _code(dt: numpy.dtype) -> str:
 
 def _key_source(dt: numpy.dtype) -> str:
     """keys[i] = key(src[perm[i]]) (perm: none means i), idx[i] = perm[i]."""
-    key_type, expr, _ = _KEYS[_code(dt)]
+    expr, _ = _KEYS[_code(dt)]
     t = _table.ctype(dt)
     helpers = _FLOAT_KEYS if dt.kind == "f" and dt.itemsize == 4 else _DOUBLE_KEYS if dt.kind == "f" else ""
     return _header(dt) + helpers + f"""
 __kernel void npg_sort_keys(__global const char* src, long off, __global const long* perm, int has_perm,
-                            __global {key_type}* keys, __global long* idx, long n) {{
+                            __global ulong* keys, __global long* idx, long n) {{
   long i = get_global_id(0);
   if (i >= n) return;
   long j = has_perm ? perm[i] : i;
@@ -86,6 +88,16 @@ __kernel void npg_sort_keys(__global const char* src, long off, __global const l
   keys[i] = {expr};
   idx[i] = j;
 }}
+"""
+
+
+# the row of each sorted position: the key of the pass that sorts the rows back in place
+_ROW_KEYS_SRC = """
+__kernel void npg_row_keys(__global const long* idx, long off, __global ulong* keys, long row, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  keys[i] = (ulong)(((__global const long*)((__global const char*)idx + off))[i] / row);
+}
 """
 
 
@@ -319,10 +331,13 @@ HOST_ON_CPU = frozenset({numpy.sort, numpy.argsort, numpy.ndarray.sort, numpy.pa
 
 
 def _sort_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """A sort this backend runs: a kind NumPy knows, no field order, stable None/True/False."""
+    """A sort this backend runs: a kind NumPy knows or stable=None/True/False (both: NumPy's error),
+    no field order."""
     kind = args[2] if len(args) > 2 else kwargs.get("kind")
     order = args[3] if len(args) > 3 else kwargs.get("order")
-    return kind in _KINDS and order is None and kwargs.get("stable") in (None, True, False) and len(args) <= 4
+    stable = kwargs.get("stable")
+    return (kind in _KINDS and order is None and stable in (None, True, False) and len(args) <= 4
+            and (kind is None or stable is None))
 
 
 def _partition_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -449,21 +464,16 @@ class Sorting(Backend):
     """Sorts (radix sort of keys), searches, unique values, counts and order statistics."""
 
     # -- the sort ---------------------------------------------------------------------------------
-    def _radix(self, key_type: str, rows: bool, index64: bool) -> Any:
-        """PyOpenCL's RadixSort of (keys, positions), or (rows: positions by their row), built once."""
-        key = ("radix", key_type, rows, index64)
+    def _radix(self, index64: bool) -> Any:
+        """PyOpenCL's RadixSort of (ulong keys, positions), built once per backend."""
+        key = ("radix", index64)
         with self._lock:
             sorter = self._kernels.get(key)
         if sorter is None:
             from pyopencl.algorithm import RadixSort
 
-            if rows:
-                sorter = RadixSort(self.context, "long row, long *idx", "(ulong)(idx[i] / row)", ["idx"],
-                                   _RADIX_BITS, numpy.int64 if index64 else numpy.int32, numpy.uint64)
-            else:
-                key_dtype = numpy.uint32 if key_type == "uint" else numpy.uint64
-                sorter = RadixSort(self.context, f"{key_type} *keys, long *idx", "keys[i]", ["keys", "idx"],
-                                   _RADIX_BITS, numpy.int64 if index64 else numpy.int32, key_dtype)
+            sorter = RadixSort(self.context, "ulong *keys, long *idx", "keys[i]", ["keys", "idx"], _RADIX_BITS,
+                               numpy.int64 if index64 else numpy.int32, numpy.uint64)
             with self._lock:
                 sorter = self._kernels.setdefault(key, sorter)
         return sorter
@@ -489,19 +499,20 @@ class Sorting(Backend):
         """The flat positions of contiguous ``c`` in the order of a stable sort of each row of ``row``
         elements (``perm``: sort ``c[perm]`` instead, returning positions of ``c``)."""
         n = c.size
-        key_type, _, bits = _KEYS[_code(c.dtype)]
+        _, bits = _KEYS[_code(c.dtype)]
         kernel = self._build(("sort_keys", c.dtype), lambda: _kernel_source(_key_source(c.dtype), "npg_sort_keys"))
-        keys = self.empty((n,), numpy.uint32 if key_type == "uint" else numpy.uint64)
+        keys = self.empty((n,), numpy.uint64)
         idx = self.empty((n,), numpy.int64)
         self._launch(kernel, n, [c.data, numpy.int64(c.offset), (perm if perm is not None else idx).data,
                                  numpy.int32(perm is not None), keys.data, idx.data, numpy.int64(n)])
-        index64 = n >= 2**31 - 1
-        _, positions = self._run_radix(self._radix(key_type, False, index64),
-                                       [self._as_cl_array(keys), self._as_cl_array(idx)], bits)
+        sorter = self._radix(n >= 2**31 - 1)
+        _, positions = self._run_radix(sorter, [self._as_cl_array(keys), self._as_cl_array(idx)], bits)
         rows = n // row if row else 0
         if rows > 1:  # then each position to its row, stably: every row sorted in place
-            (positions,) = self._run_radix(self._radix("ulong", True, index64), [numpy.int64(row), positions],
-                                           (rows - 1).bit_length())
+            kernel = self._build(("sort_row_keys",), lambda: _kernel_source(_ROW_KEYS_SRC, "npg_row_keys"))
+            self._launch(kernel, n, [positions.base_data, numpy.int64(positions.offset), keys.data,
+                                     numpy.int64(row), numpy.int64(n)])
+            _, positions = self._run_radix(sorter, [self._as_cl_array(keys), positions], (rows - 1).bit_length())
         return self._from_cl_array(positions)
 
     def _take_sorted(self, c: CLArray, idx: CLArray, row: int, values: bool, positions: bool
