@@ -1,5 +1,6 @@
-"""Sorting and what is built on it: sort/argsort/partition (PyOpenCL's radix sort of order-preserving
-keys), searchsorted/digitize, unique, bincount/histogram, median/quantile/percentile.
+"""Sorting and what is built on it: sort/argsort/partition/lexsort (PyOpenCL's radix sort of
+order-preserving keys), unique, median/nanmedian/quantile/percentile; binary searches (searchsorted,
+digitize, interp); counts (bincount, histogram: atomics, or sums in NumPy's order).
 
 Every sort is stable: a float's key puts NaN last and -0.0 with 0.0 (NumPy's order), ties keep their
 positions (what NumPy's kind='stable' gives, and one valid answer for the other kinds).
@@ -16,10 +17,12 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ... import _fperr
+from ..._errors import KernelBuildError
 from ...kernels import codegen
 from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _array_operand
+from .launch import _BUILD_LOCK, _compiler_errors
 from .routing import implements
 
 #: bits of the key a radix pass sorts (PoCL, 10^6 64-bit keys: 2 bits 1.04 s, 4 bits 1.06 s, 8 bits
@@ -472,8 +475,17 @@ class Sorting(Backend):
         if sorter is None:
             from pyopencl.algorithm import RadixSort
 
-            sorter = RadixSort(self.context, "ulong *keys, long *idx", "keys[i]", ["keys", "idx"], _RADIX_BITS,
-                               numpy.int64 if index64 else numpy.int32, numpy.uint64)
+            cl = self._cl
+            try:  # (its programs build here: with Launch._build's options, its warnings silenced, its errors)
+                with _BUILD_LOCK, warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    sorter = RadixSort(self.context, "ulong *keys, long *idx", "keys[i]", ["keys", "idx"],
+                                       _RADIX_BITS, numpy.int64 if index64 else numpy.int32, numpy.uint64,
+                                       options=self._build_options)
+            except cl.RuntimeError as exc:
+                if exc.code != cl.status_code.BUILD_PROGRAM_FAILURE:
+                    self._raise_fault(exc, "a kernel build")
+                raise KernelBuildError("OpenCL", _compiler_errors(str(exc))) from exc
             with self._lock:
                 sorter = self._kernels.setdefault(key, sorter)
         return sorter
