@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
                                               "creation", "reductions", "movement", "indexing", "linalg", "gather",
-                                              "shaping", "products", "composed", "philox", "complexvalues",
+                                              "shaping", "products", "composed", "sorting", "philox", "complexvalues",
                                               "backend"))),
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),

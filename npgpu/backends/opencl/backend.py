@@ -32,6 +32,8 @@ from .philox import Streams
 from .products import Products
 from .reductions import Reductions
 from .shaping import Shaping
+from .sorting import HOST_ON_CPU as _SORTS_ON_CPU
+from .sorting import Sorting
 
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
 # a process that exited with a fill still running on PoCL crashed (SIGSEGV) after its last line.
@@ -46,7 +48,7 @@ def _finish_queues() -> None:
 
 
 class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, Movement, Indexing,
-                    Linalg, Gather, Shaping, Products, Composed, Streams, Backend):
+                    Linalg, Gather, Shaping, Products, Composed, Sorting, Streams, Backend):
     """NumPy on an OpenCL device through generated kernels.
 
     ``device``: an index into all devices or a substring of a device name (default:
@@ -139,13 +141,14 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         return random_kernels.opencl_doubles(self, state, shape)
 
     def prefers_host(self, func: Any) -> bool:
-        """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot.
+        """True for functions this device runs slower than NumPy: on CPU devices, matmul/dot/tensordot
+        and the sorts and what is built on them (sorting.HOST_ON_CPU has the measurements).
 
         Measured on PoCL (2 cores), float64 n x n: 64: 0.84 ms vs NumPy 0.013; 256: 21.5 ms vs 0.47;
         512: 138 ms vs 3.2 (the local-memory tiled kernel suits GPUs; OpenBLAS wins on a CPU).
         Placement keeps such calls on the host when their inputs are there.
         """
-        return self.is_cpu and func in _HOST_ON_CPU
+        return self.is_cpu and (func in _HOST_ON_CPU or func in _SORTS_ON_CPU)
 
     supports_function = routing.supports_function
     call_function = routing.call_function
