@@ -12,6 +12,7 @@ from typing import Any
 import numpy
 
 from ... import _fperr
+from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _native_or_device, _part
 from .routing import implements
@@ -22,12 +23,27 @@ def _arrays(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return bool(args) and _native_or_device(args[0]) and args[0].ndim > 0
 
 
+def _device_array(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A device array, 0-d ones too (the core turns a 0-d result into NumPy's scalar)."""
+    return bool(args) and _native_or_device(args[0])
+
+
 @implements(numpy.conjugate, kwargs=(), complex_values=True, accepts=_arrays)
 def _conjugate(self: Backend, x: CLArray) -> CLArray:
     return self.ufunc_call(numpy.conjugate, (x,), errstate=_fperr.current())
 
 
-@implements(numpy.angle, kwargs=("deg",), complex_values=True, accepts=_arrays)
+def _angle_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """angle of complex arrays, and of real ones whose arctan2 loop the device has (8-bit integers
+    and bools give float16)."""
+    if not _arrays(args, kwargs):
+        return False
+    if args[0].dtype.kind == "c":
+        return True
+    return _table.supports_loop(numpy.arctan2, tuple(numpy.arctan2.resolve_dtypes((int, args[0].dtype, None))))
+
+
+@implements(numpy.angle, kwargs=("deg",), complex_values=True, accepts=_angle_accepted)
 def _angle(self: Backend, z: CLArray, deg: bool = False) -> CLArray:
     """NumPy's angle: arctan2(z.imag, z.real) (a real z: arctan2(0, z)), times 180/pi for degrees."""
     state = _fperr.current()
@@ -38,14 +54,14 @@ def _angle(self: Backend, z: CLArray, deg: bool = False) -> CLArray:
     return a
 
 
-@implements(numpy.iscomplex, kwargs=(), complex_values=True, accepts=_arrays)
+@implements(numpy.iscomplex, kwargs=(), complex_values=True, accepts=_device_array)
 def _iscomplex(self: Backend, x: CLArray) -> CLArray:
     if x.dtype.kind == "c":
         return self.ufunc_call(numpy.not_equal, (_part(x, 1), 0))
     return self.zeros(x.shape, bool)
 
 
-@implements(numpy.isreal, kwargs=(), complex_values=True, accepts=_arrays)
+@implements(numpy.isreal, kwargs=(), complex_values=True, accepts=_device_array)
 def _isreal(self: Backend, x: CLArray) -> CLArray:
     if x.dtype.kind == "c":
         return self.ufunc_call(numpy.equal, (_part(x, 1), 0))

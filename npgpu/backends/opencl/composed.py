@@ -5,14 +5,12 @@ isreal of real arrays (complex ones are computed in NumPy).
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
 import numpy
 
 from ...kernels import ir
-from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _native_or_device, _norm_axes
 from .routing import implements
@@ -33,14 +31,6 @@ def _average_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     weights = args[2] if len(args) > 2 else kwargs.get("weights")
     axis = args[1] if len(args) > 1 else kwargs.get("axis")
     return (weights is None or _native_or_device(weights)) and (axis is None or isinstance(axis, (int, tuple)))
-
-
-def _angle_accepted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """angle of arrays whose arctan2 loop the device has (8-bit integers and bools give float16)."""
-    if not args or not _native_or_device(args[0]):
-        return False
-    loop = tuple(numpy.arctan2.resolve_dtypes((int, args[0].dtype, None)))
-    return _table.supports_loop(numpy.arctan2, loop)
 
 
 class _Chain:
@@ -205,18 +195,3 @@ class Composed(Backend):
 
     def _nan_as(self, a: CLArray, value: int) -> CLArray:
         return self.where(self.ufunc_call(numpy.isnan, (a,)), a.dtype.type(value), a) if a.dtype.kind == "f" else a
-
-    @implements(numpy.angle, kwargs=("deg",), accepts=_angle_accepted)
-    def angle(self, z: CLArray, deg: bool = False) -> CLArray:
-        """NumPy's angle of a real array: arctan2(0, z) (pi where z < 0 or is -0.0), in degrees with ``deg``."""
-        result = self.ufunc_call(numpy.arctan2, (0, z))
-        return self.ufunc_call(numpy.multiply, (result, 180 / math.pi)) if deg else result
-
-    @implements(numpy.iscomplex, kwargs=())
-    def iscomplex(self, x: CLArray) -> CLArray:
-        """A real array's elements are never complex (NumPy: zeros)."""
-        return self.zeros(x.shape, numpy.bool_)
-
-    @implements(numpy.isreal, kwargs=())
-    def isreal(self, x: CLArray) -> CLArray:
-        return self.full(x.shape, True, numpy.bool_)
