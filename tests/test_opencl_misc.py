@@ -393,7 +393,9 @@ def test_matmul_operator_runs_on_an_opencl_gpu(monkeypatch):
     import npgpu
     from npgpu.backends import get_backend
 
-    monkeypatch.setattr(get_backend("opencl"), "prefers_host", lambda func: False)  # (as on a GPU)
+    # (as on a GPU; patched on the class: monkeypatch's undo of an instance attribute would leave
+    # the instance a copy of the old bound method, hiding later patches of the class)
+    monkeypatch.setattr(type(get_backend("opencl")), "prefers_host", lambda self, func: False)
     host = _values("float64", (5, 6)), _values("float32", (6, 3), seed=1)
     with npgpu.enable("opencl", threshold=0, on_fallback="raise"):
         a, b = (npgpu.asarray(h) for h in host)
