@@ -132,8 +132,9 @@ def test_casts() -> None:
         [1 + 2**-11 + 2**-40, 1 + 2**-11, 1 + 3 * 2**-11, 2**-25, 2**-25 * (1 + 2**-40), 3 * 2**-26, 65519.99,
          65520.0, 1e300, 1e-300, -0.0, numpy.nan, numpy.inf, -numpy.inf],
     ])
+    # float32 of every exponent: the bits of 20000 random words (subnormals, NaNs and infinities among them)
+    floats = rng.integers(0, 2**32, 20000, dtype=numpy.uint64).astype(numpy.uint32).view(numpy.float32)
     with numpy.errstate(all="ignore"):
-        floats = doubles.astype(numpy.float32)
         want = [doubles.astype(numpy.float16), floats.astype(numpy.float16)]
         for dt in (numpy.float32, numpy.float64, numpy.int32, numpy.int64, numpy.bool_):
             want.append(EVERY_HALF.astype(dt))

@@ -759,8 +759,8 @@ def typedefs(dialect: str, complex_values: bool = False, half: bool = False, fp6
 
 
 # float16 in OpenCL C without cl_khr_fp16: values are floats holding a half's value exactly, stored
-# as the half's bits; npg_f2h rounds to nearest even (subnormals, overflow to inf, NaN quieted:
-# the x86 conversion instruction NumPy uses); npg_d2h rounds a double directly (one rounding).
+# as the half's bits; npg_f2h rounds to nearest even (subnormals, overflow to inf; a NaN keeps its
+# top payload bits, a nonzero payload, as NumPy's casts do); npg_d2h rounds a double directly.
 HALF_TYPEDEFS = """typedef float f16_t;
 inline float npg_h2f(ushort h) {
   uint s = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1fu, m = (uint)h & 0x3ffu;
@@ -769,7 +769,7 @@ inline float npg_h2f(ushort h) {
 }
 inline ushort npg_f2h(float f) {
   uint x = as_uint(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  if (a > 0x7f800000u) return (ushort)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a > 0x7f800000u) { uint n = 0x7c00u | ((a >> 13) & 0x3ffu); return (ushort)(s | (n == 0x7c00u ? 0x7c01u : n)); }
   if (a >= 0x47800000u) return (ushort)(s | 0x7c00u);
   if (a >= 0x38800000u) {
     uint h = (a >> 13) - (112u << 10), r = a & 0x1fffu;
@@ -787,7 +787,10 @@ inline float npg_round_f16(float f) { return npg_h2f(npg_f2h(f)); }
 HALF_FROM_DOUBLE = """inline ushort npg_d2h(double d) {
   ulong x = as_ulong(d), a = x & 0x7fffffffffffffffUL;
   uint s = (uint)(x >> 48) & 0x8000u;
-  if (a > 0x7ff0000000000000UL) return (ushort)(s | 0x7e00u | (uint)((a >> 42) & 0x3ffUL));
+  if (a > 0x7ff0000000000000UL) {
+    uint n = 0x7c00u | (uint)((a >> 42) & 0x3ffUL);
+    return (ushort)(s | (n == 0x7c00u ? 0x7c01u : n));
+  }
   if (a >= 0x40f0000000000000UL) return (ushort)(s | 0x7c00u);
   if (a >= 0x3f10000000000000UL) {
     ulong h = (a >> 42) - (1008UL << 10), r = a & 0x3ffffffffffUL;
