@@ -106,7 +106,7 @@ def _needs_fp64(dtypes: set[numpy.dtype]) -> bool:
     return any(numpy.dtype(dt) in (numpy.float64, numpy.complex128) for dt in dtypes)
 
 
-def _preamble(dialect: str, fp64: bool, complex_values: bool = False) -> list[str]:
+def _preamble(dialect: str, fp64: bool, complex_values: bool = False, half: bool = False) -> list[str]:
     lines = []
     if dialect == "opencl":
         # FP_CONTRACT OFF: no fused multiply-add, so a*b+c rounds like NumPy.
@@ -115,8 +115,12 @@ def _preamble(dialect: str, fp64: bool, complex_values: bool = False) -> list[st
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     else:
         lines.append("#pragma nv_diag_suppress 177")
-    lines.append(_table.typedefs(dialect, complex_values))
+    lines.append(_table.typedefs(dialect, complex_values, half, fp64))
     return lines
+
+
+def _has_half(dtypes: set[numpy.dtype]) -> bool:
+    return any(_table.is_half(dt) for dt in dtypes)
 
 
 def _has_complex(dtypes: set[numpy.dtype]) -> bool:
@@ -330,7 +334,7 @@ class _Sig:
         self.params.append(f"{space}{c}{ctype or 'char'}* {name}")
 
     def array(self, pname: str, oname: str, dtype: numpy.dtype, typed: bool, const: bool) -> None:
-        self.pointer(pname, _table.ctype(dtype) if typed else None, const)
+        self.pointer(pname, _table.storage_ctype(dtype) if typed else None, const)
         self.params.append(f"{self.idx} {oname}")
         self.args.append(("array", numpy.dtype(dtype)))
 
@@ -427,11 +431,12 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
         index.append(f"{idx} c0 = r;")
         for pname, dt, is_out in operands:
             terms = " + ".join([f"{pname}_off"] + [f"c{d} * {pname}_st{d}" for d in range(nd)])
-            ct = _table.ctype(dt)
+            ct = _table.storage_ctype(dt)
             addr[pname] = f"(*{_ptr_cast(dialect, ct, not is_out)}({pname} + ({terms})))"
-    load = {i: addr[f"in{i}"] for i in range(len(graph.inputs))}
+    load = {i: _table.load(addr[f"in{i}"], dt) for i, dt in enumerate(graph.inputs)}
     stmts, results, helpers = emit_body(graph, dialect, load, scalar_names, names := {})
-    stores = [f"{addr[f'out{k}']} = {res};" for k, res in enumerate(results)]
+    stores = [f"{addr[f'out{k}']} = {_table.stored(res, dt)};"
+              for k, (res, dt) in enumerate(zip(results, graph.out_dtypes, strict=True))]
     checks = emit_checks(graph, names, dialect, error_flag(dialect), helpers=helpers)
     # chunks fold their tests into one flag and check again where it is set (see Checks)
     deferred = bool(checks) and layout.chunked and not layout.inline_errors
@@ -453,9 +458,10 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
                      *("    " + b for b in element(checks.inline())), "  }", "}"]
         else:
             body += [loop, *("  " + b for b in element(stores + checks.inline())), "}"]
-    fp64 = _needs_fp64(graph.dtypes())
-    src = (_preamble(dialect, fp64, _has_complex(graph.dtypes())) + list(helpers.values()) + [sig.header(name) + " {"]
-           + ["  " + b for b in body] + ["}"])
+    dts = graph.dtypes()
+    fp64 = _needs_fp64(dts)
+    src = (_preamble(dialect, fp64, _has_complex(dts), _has_half(dts)) + list(helpers.values())
+           + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"])
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
 
 

@@ -31,6 +31,9 @@ CTYPES: dict[str, str] = {
     "u8": "u64_t",
     "f4": "f32_t",
     "f8": "f64_t",
+    # float16: computed in float32, rounded to half after every operation (HALF_TYPEDEFS); only
+    # where a backend asks for it (OpenCL: stored as 16-bit words, STORAGE_CTYPES)
+    "f2": "f16_t",
     # structs {re, im} (kernels/complexmath.py); computed on where a backend asks for them
     "c8": "c64_t",
     "c16": "c128_t",
@@ -98,13 +101,39 @@ def ctype(dtype: numpy.dtype) -> str:
 
 def is_supported_dtype(dtype: numpy.dtype) -> bool:
     dtype = numpy.dtype(dtype)
-    return dtype.isnative and (dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES))
+    return dtype.isnative and (dtype.kind == "b" or (dtype.kind in "iuf" and dtype.str[1:] in CTYPES
+                                                     and dtype.str[1:] != "f2"))
 
 
 def is_kernel_dtype(dtype: numpy.dtype) -> bool:
-    """A dtype generated kernels compute on: the supported ones and native complex64/complex128."""
+    """A dtype generated kernels compute on: the supported ones, native complex64/complex128 and
+    float16 (the OpenCL backend's: its kernels ask for them with ``complex_values``)."""
     dtype = numpy.dtype(dtype)
-    return is_supported_dtype(dtype) or (dtype.isnative and dtype.str[1:] in ("c8", "c16"))
+    return is_supported_dtype(dtype) or (dtype.isnative and dtype.str[1:] in ("c8", "c16", "f2"))
+
+
+#: C types of the values in memory where they differ from the type computed on (float16: the bits)
+STORAGE_CTYPES = {"f16_t": "u16_t"}
+
+
+def storage_ctype(dtype: numpy.dtype) -> str:
+    """The C type of ``dtype``'s elements in memory (pointers' types)."""
+    t = ctype(dtype)
+    return STORAGE_CTYPES.get(t, t)
+
+
+def is_half(dtype: numpy.dtype) -> bool:
+    return numpy.dtype(dtype) == numpy.float16
+
+
+def load(expression: str, dtype: numpy.dtype) -> str:
+    """The value of the element ``expression`` (an lvalue of storage_ctype) as the kernel computes on it."""
+    return f"npg_h2f({expression})" if is_half(dtype) else expression
+
+
+def stored(value: str, dtype: numpy.dtype) -> str:
+    """``value`` (a computed value of ``dtype``) as the bits stored in memory."""
+    return f"npg_f2h({value})" if is_half(dtype) else value
 
 
 def _real_ctype(dtype: numpy.dtype) -> str:
@@ -325,6 +354,9 @@ class UfuncFacts:
     #: As a reduction operator, its start value doesn't depend on the data (the others start from
     #: inf, the dtype's limits, or NaN for fmax/fmin: fmax(nan, x) == x, and an all-NaN slice stays NaN).
     constant_identity: bool = False
+    #: Its float16 loop's template where NumPy's half loop is not its float32 one (max and min keep
+    #: the first operand of equal ones: NumPy's half loops compare with >= and <=)
+    half_expression: str = ""
 
 
 _BOTH, _FIRST = (0, 1), (0,)
@@ -401,12 +433,14 @@ _ENTRIES = (
     UfuncFacts("sign", {"i": "(({0} > 0) - ({0} < 0))", "u": "({0} > 0)",
                         "f": "({0} > 0 ? ({T})1 : ({0} < 0 ? ({T})-1 : ({0} == 0 ? ({T})0 : {0})))"}, exact=True),
     UfuncFacts("conjugate", {"biuf": "({0})", "c": "{MK}({0}.re, -{0}.im)"}, exact=True),
-    UfuncFacts("maximum", {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX, "c": "@cmax({0}, {1})"}, exact=True),
-    UfuncFacts("minimum", {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN, "c": "@cmin({0}, {1})"}, exact=True),
+    UfuncFacts("maximum", {"biu": "({0} > {1} ? {0} : {1})", "f": _NAN_MAX, "c": "@cmax({0}, {1})"}, exact=True,
+               half_expression="(({0} >= {1} || isnan({0})) ? {0} : {1})"),
+    UfuncFacts("minimum", {"biu": "({0} < {1} ? {0} : {1})", "f": _NAN_MIN, "c": "@cmin({0}, {1})"}, exact=True,
+               half_expression="(({0} <= {1} || isnan({0})) ? {0} : {1})"),
     UfuncFacts("fmax", {"biu": "({0} > {1} ? {0} : {1})", "f": "fmax({0}, {1})", "c": "@cfmax({0}, {1})"}, exact=True,
-               vectorizes=True),
+               vectorizes=True, half_expression="(({0} >= {1} || isnan({1})) ? {0} : {1})"),
     UfuncFacts("fmin", {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})", "c": "@cfmin({0}, {1})"}, exact=True,
-               vectorizes=True),
+               vectorizes=True, half_expression="(({0} <= {1} || isnan({1})) ? {0} : {1})"),
     # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
     UfuncFacts("clip", {"biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
                         "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")"}),
@@ -492,6 +526,20 @@ _ENTRIES = (
                propagates_nonfinite=_FIRST),
 )
 
+#: The ufuncs whose float16 loop is NumPy's float32 loop with its inputs widened and its result
+#: rounded to half (tests/test_opencl_float16.py compares them with NumPy bit for bit on special
+#: and random halves). Not here: NumPy's own half loops (nextafter, spacing), and those whose
+#: float32 result differed from PoCL's in bits that survive the rounding (2026-12-01, every half
+#: tried: exp, expm1, log10, sin, cos, tan, arctan, cosh, arcsinh, arccosh, cbrt; of 4e6 random pairs:
+#: arctan2, hypot, logaddexp, logaddexp2: README).
+HALF_LOOPS = frozenset((
+    "add subtract multiply divide true_divide floor_divide remainder fmod divmod negative positive square "
+    "reciprocal absolute fabs sign maximum minimum fmax fmin equal not_equal less less_equal greater greater_equal "
+    "logical_and logical_or logical_xor logical_not isnan isinf isfinite signbit copysign sqrt floor ceil trunc "
+    "rint exp2 log log2 log1p arcsin arccos sinh tanh arctanh deg2rad radians "
+    "rad2deg degrees heaviside"
+).split())
+
 #: ufunc name -> its facts: the one table every emitter, backend and the error checks read.
 UFUNCS: dict[str, UfuncFacts] = {facts.name: facts for facts in _ENTRIES}
 
@@ -521,7 +569,10 @@ def _name(ufunc: numpy.ufunc) -> str:
 def supports_loop(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], complex_values: bool = False) -> bool:
     """True when the table has a template for this ufunc and resolved loop dtypes (complex ones
     only with ``complex_values``: a backend that computes on complex arrays asks so)."""
+    name = _name(ufunc)
     if not all(is_supported_dtype(dt) or (complex_values and is_kernel_dtype(dt)) for dt in loop):
+        return False
+    if any(is_half(dt) for dt in loop) and name not in HALF_LOOPS:
         return False
     template = _lookup(_name(ufunc), loop[0].kind)
     if template is None:
@@ -561,6 +612,8 @@ def render(
     out_dt = loop[nin + out_index]
     in_dt = loop[0]
     template = _lookup(_name(ufunc), in_dt.kind, constant_second and nin == 2)
+    if is_half(in_dt) and UFUNCS[_name(ufunc)].half_expression:
+        template = UFUNCS[_name(ufunc)].half_expression
     if template is None:
         raise KeyError(f"no {dialect} template for {ufunc.__name__} with loop {loop}")
     if isinstance(template, tuple):
@@ -585,6 +638,8 @@ def render(
     text = _dialectize(text, d, in_dt)
     if out_dt.kind == "c":
         return f"({text})", helpers  # (C casts no struct, not even to its own type)
+    if is_half(out_dt):
+        return f"npg_round_f16({text})", helpers  # (NumPy rounds each float16 result computed in float32)
     return f"(({ctype(out_dt)}){text})", helpers
 
 
@@ -697,6 +752,13 @@ def numpy_casts_like_x86() -> bool:
     return _x86_casts[0]
 
 
+def has_cast(source: numpy.dtype, target: numpy.dtype) -> bool:
+    """Whether ``cast`` converts ``source`` to ``target`` in generated code (an integer wider than a
+    byte to float16 stays NumPy's: its overflow warning)."""
+    source, target = numpy.dtype(source), numpy.dtype(target)
+    return not (is_half(target) and source.kind in "iu" and source.itemsize > 1)
+
+
 def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str) -> str:
     """C for ``expression`` (of dtype ``source``) converted as NumPy converts it to ``target``."""
     ct = ctype(target)
@@ -712,6 +774,12 @@ def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str
         return f"{complexmath.COMPLEX_TYPES[ct][1]}(({real}){expression}, ({real})0)"
     if target.kind == "b":
         return f"(({ct})({expression} != 0))"  # C truncates 0.5 to 0; NumPy's bool is "nonzero"
+    if is_half(target):  # (a float64 rounds to half directly, as NumPy does: not through float32)
+        if source == numpy.float64:
+            return f"npg_h2f(npg_d2h({expression}))"
+        if not has_cast(source, target):
+            raise KeyError(f"no cast from {source} to {target} in generated code")
+        return f"npg_round_f16((float)({expression}))"
     via = _FLOAT_TO_INT_VIA.get(target.str[1:]) if source.kind == "f" else None
     if via is None or not numpy_casts_like_x86():
         return f"(({ct}){expression})"
@@ -723,11 +791,63 @@ def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str
     return f"(({ct})({fits} ? ({vt}){expression} : ({vt}){smallest}))"
 
 
-def typedefs(dialect: str, complex_values: bool = False) -> str:
+def typedefs(dialect: str, complex_values: bool = False, half: bool = False, fp64: bool = False) -> str:
     """The typedef block every generated kernel starts with (``complex_values``: with the complex
-    struct types)."""
+    struct types; ``half``: with float16's type and its conversions, from float64 too with ``fp64``)."""
     text = "\n".join(f"typedef {c} {alias};" for alias, c in DIALECTS[dialect].typedefs.items())
+    if half:
+        if dialect != "opencl":
+            raise KeyError("float16 kernels are OpenCL's")
+        text += "\n" + HALF_TYPEDEFS + (HALF_FROM_DOUBLE if fp64 else "")
     return text + "\n" + complexmath.typedefs(dialect) if complex_values else text
+
+
+# float16 in OpenCL C without cl_khr_fp16: values are floats holding a half's value exactly, stored
+# as the half's bits; npg_f2h rounds to nearest even (subnormals, overflow to inf; a NaN keeps its
+# top payload bits, a nonzero payload, as NumPy's casts do); npg_d2h rounds a double directly.
+HALF_TYPEDEFS = """typedef float f16_t;
+inline float npg_h2f(ushort h) {
+  uint s = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1fu, m = (uint)h & 0x3ffu;
+  if (e == 0u) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }
+  return as_float(s | (e == 31u ? 0x7f800000u : (e + 112u) << 23) | (m << 13));
+}
+inline ushort npg_f2h(float f) {
+  uint x = as_uint(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) { uint n = 0x7c00u | ((a >> 13) & 0x3ffu); return (ushort)(s | (n == 0x7c00u ? 0x7c01u : n)); }
+  if (a >= 0x47800000u) return (ushort)(s | 0x7c00u);
+  if (a >= 0x38800000u) {
+    uint h = (a >> 13) - (112u << 10), r = a & 0x1fffu;
+    if (r > 0x1000u || (r == 0x1000u && (h & 1u))) h++;
+    return (ushort)(s | h);
+  }
+  if (a <= 0x33000000u) return (ushort)s;
+  uint sh = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u, h = m >> sh, r = m & ((1u << sh) - 1u);
+  uint hw = 1u << (sh - 1u);
+  if (r > hw || (r == hw && (h & 1u))) h++;
+  return (ushort)(s | h);
+}
+inline float npg_round_f16(float f) { return npg_h2f(npg_f2h(f)); }
+"""
+HALF_FROM_DOUBLE = """inline ushort npg_d2h(double d) {
+  ulong x = as_ulong(d), a = x & 0x7fffffffffffffffUL;
+  uint s = (uint)(x >> 48) & 0x8000u;
+  if (a > 0x7ff0000000000000UL) {
+    uint n = 0x7c00u | (uint)((a >> 42) & 0x3ffUL);
+    return (ushort)(s | (n == 0x7c00u ? 0x7c01u : n));
+  }
+  if (a >= 0x40f0000000000000UL) return (ushort)(s | 0x7c00u);
+  if (a >= 0x3f10000000000000UL) {
+    ulong h = (a >> 42) - (1008UL << 10), r = a & 0x3ffffffffffUL;
+    if (r > 0x20000000000UL || (r == 0x20000000000UL && (h & 1UL))) h++;
+    return (ushort)(s | (uint)h);
+  }
+  if (a <= 0x3e60000000000000UL) return (ushort)s;
+  ulong sh = 1051UL - (a >> 52), m = (a & 0xfffffffffffffUL) | 0x10000000000000UL, h = m >> sh;
+  ulong r = m & ((1UL << sh) - 1UL), hw = 1UL << (sh - 1UL);
+  if (r > hw || (r == hw && (h & 1UL))) h++;
+  return (ushort)(s | (uint)h);
+}
+"""
 
 
 

@@ -154,8 +154,8 @@ def _weak_type(x: Any) -> Any:
 
 
 def _storable(dt: numpy.dtype) -> bool:
-    """Dtypes that can live on the device: computed ones, and complex (stored; computed in NumPy)."""
-    return _table.is_supported_dtype(dt) or (dt.kind == "c" and dt.itemsize in (8, 16) and dt.isnative)
+    """Dtypes that can live on the device: the kernels' (complex64/128 and float16 too)."""
+    return _table.is_kernel_dtype(dt)
 
 
 def _part(a: CLArray, k: int) -> CLArray:

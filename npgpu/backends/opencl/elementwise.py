@@ -95,7 +95,8 @@ class Elementwise(Backend):
             args.append(a.data)
             args.append(it(a.offset // a.itemsize if contiguous else a.offset))
         for value, dt in zip(scalars, graph.scalars, strict=True):
-            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+            v = _scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value))
+            args.append(numpy.float32(v) if dt == numpy.float16 else v)  # (a float16 is computed on as a float)
         args.append(it(n))
         if chunk:
             args.append(it(chunk))
@@ -144,6 +145,8 @@ class Elementwise(Backend):
                     return False
                 if o is not None and o.dtype.kind != "c" and k < ufunc.nout and loop[ufunc.nin + k].kind == "c":
                     return False  # (complex stored into a real array: NumPy's ComplexWarning and real part)
+                if o is not None and k < ufunc.nout and not _table.has_cast(loop[ufunc.nin + k], o.dtype):
+                    return False
             return self.supports_dtypes(loop) and _table.supports_loop(ufunc, loop, complex_values=True)
         if method == "reduce":
             if ufunc not in _ops.UFUNC_REDUCTIONS or set(kwargs) - {

@@ -77,6 +77,9 @@ def _target_dtype(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
 _SEQUENCE_FIRST = frozenset({numpy.concatenate, numpy.stack, numpy.vstack, numpy.hstack, numpy.dstack,
                              numpy.column_stack})
 _NEEDS_FLOAT = frozenset({numpy.nanmax, numpy.nanmin, numpy.nanmean})
+#: functions of complex values that float16 arrays don't run here: reductions, complex parts
+_NOT_HALF = frozenset({numpy.sum, numpy.nansum, numpy.mean, numpy.angle, numpy.conjugate, numpy.iscomplex,
+                       numpy.isreal, numpy.imag})
 
 
 def supports_function(
@@ -100,6 +103,17 @@ def supports_function(
     ):
         return False
     dts = [numpy.dtype(d) for d in dtypes if not isinstance(d, type)]
+    if any(map(_table.is_half, dts)) or (target is not None and _table.is_half(target)):
+        # float16 arrays are made, moved and converted here as complex ones are; their ufuncs are
+        # the kernels' (supports_ufunc); other functions of them run in NumPy (reductions: README)
+        if func not in COMPLEX_FUNCTIONS or func in _NOT_HALF:
+            return False
+        if target is not None and any(not _table.has_cast(d, target) for d in dts):
+            return False
+        if func in (numpy.ndarray.__setitem__, numpy.ndarray.fill) and args and _native_or_device(args[0]) and any(
+                not _table.has_cast(d, args[0].dtype) for d in dts):
+            return False
+        dts = [d for d in dts if not _table.is_half(d)]
     if any(d.kind == "c" for d in dts) or (target is not None and target.kind == "c"):
         # complex values live on the device but are only moved there, not computed on
         if func not in COMPLEX_FUNCTIONS:
@@ -130,9 +144,9 @@ def supports_function(
     if "initial" in kwargs and kwargs["initial"] is not None and not isinstance(kwargs["initial"], (int, float, bool)):
         return False
     dts = [numpy.dtype(d) for d in dtypes if not isinstance(d, type)]
-    if any(not _table.is_supported_dtype(d) for d in dts):
+    if any(not (_table.is_supported_dtype(d) or _table.is_half(d)) for d in dts):
         return False
-    if target is not None and not dtypes and target.kind != "c" and not _table.is_supported_dtype(target):
+    if target is not None and not dtypes and target.kind != "c" and not _table.is_kernel_dtype(target):
         return False
     if func in _MATMUL_FUNCS:
         return bool(dts) and all(d.kind == "f" for d in dts)
