@@ -102,8 +102,8 @@ def _flags(xp: Any, uf: numpy.ufunc, operands: list[Any]) -> list[str]:
     (numpy.divide, (1.0, 0.0)),
     (numpy.divide, (0.0, 0.0)),
     (numpy.sqrt, (-1.0,)),
-    (numpy.log, (0.0,)),
-    (numpy.sinh, (12.0,)),
+    (numpy.log2, (0.0,)),
+    (numpy.arctanh, (1.0,)),
     (numpy.square, (300.0,)),
     (numpy.subtract, (numpy.inf, numpy.inf)),
 ], ids=lambda v: getattr(v, "__name__", None) or str(v))

@@ -536,7 +536,7 @@ HALF_LOOPS = frozenset((
     "add subtract multiply divide true_divide floor_divide remainder fmod divmod negative positive square "
     "reciprocal absolute fabs sign maximum minimum fmax fmin equal not_equal less less_equal greater greater_equal "
     "logical_and logical_or logical_xor logical_not isnan isinf isfinite signbit copysign sqrt floor ceil trunc "
-    "rint exp2 log log2 log1p arcsin arccos sinh tanh arctanh deg2rad radians "
+    "rint log2 log1p arcsin arccos tanh arctanh deg2rad radians "
     "rad2deg degrees heaviside"
 ).split())
 

@@ -123,8 +123,11 @@ class Shaping(Backend):
         if not sparse:
             output = self.broadcast_arrays(*output)
         if copy:
-            output = tuple(self.copy(x) for x in output)
-        return output  # (a list when sparse without copies, as NumPy's)
+            output = [self.copy(x) for x in output]
+        # (NumPy's container, which changed between releases: 2.4 gives a list when sparse without
+        # copies, 2.5 a tuple; its own meshgrid of one-element arrays says which)
+        container = type(numpy.meshgrid(*(numpy.zeros(1),) * ndim, copy=copy, sparse=sparse, indexing=indexing))
+        return container(output)
 
     @implements(numpy.diag, kwargs=("k",), complex_values=True)
     def diag(self, v: CLArray, k: int = 0) -> CLArray:
