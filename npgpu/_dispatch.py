@@ -285,10 +285,11 @@ def _offload_host_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         nbytes, _ = _ops.creation_request(func, args, kwargs)
         return nbytes >= _placement.threshold_bytes(state) and nbytes >= 0
     if func in backend.functions and func in _ops.EXPANDING and hosts:
-        # (a large result of small operands: made on the device, as a creation is; only the
-        # operands move)
+        # (a large result of small operands: made on the device where host data of its size would
+        # move there, so only the operands move; on PoCL gemver's 72 MB products then stay in
+        # NumPy with the host matrix they are added to, as before)
         nbytes = _ops.result_request(func, args, kwargs)
-        if nbytes >= 0 and nbytes >= _placement.threshold_bytes(state):
+        if nbytes >= 0 and nbytes >= _placement.upload_threshold_bytes(state):
             return True
     limit = _placement.upload_threshold_bytes(state)
     return bool(hosts) and func in backend.functions and sum(a.nbytes for a in hosts) >= limit

@@ -248,7 +248,7 @@ def _product_elements(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 
 #: function -> the number of elements its result has (from its arguments), for functions whose
 #: result can be far larger than their operands: ``outer(u, v)`` of two 80 kB vectors is 800 MB.
-#: Placement weighs such a call by its result, as it weighs a creation (npgpu/_dispatch.py).
+#: Placement weighs such a call by its result, as host data of that size (npgpu/_dispatch.py).
 EXPANDING: dict[Callable[..., Any], Callable[[tuple[Any, ...], dict[str, Any]], int]] = {
     numpy.outer: _product_elements,
     numpy.kron: _product_elements,

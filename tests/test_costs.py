@@ -96,8 +96,8 @@ def test_the_report_says_where_placement_moves_host_data_and_why(device_backend)
 
 
 def test_a_large_product_of_small_host_vectors_is_made_on_the_device(device_backend):
-    """outer(u, v) of vectors below the upload threshold, whose result is above the creation
-    threshold (gemver's A += outer(u1, v1)): placement weighs the result, as for a creation."""
+    """outer(u, v) of vectors below the upload threshold, whose result is above it (gemver's
+    A += outer(u1, v1)): placement weighs the result, as host data of its size."""
     u, v = numpy.linspace(0.0, 1.0, 30), numpy.arange(40.0)
     with npgpu.enable(device_backend, threshold=4096):
         big = npgpu.outer(u, v)  # 9600 bytes from two of 240 and 320
