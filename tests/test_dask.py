@@ -257,10 +257,22 @@ def test_threaded_scheduler_computes_on_the_device_with_numpys_answers() -> None
 def client():
     distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'npgpu[dask]')")
     _opencl_or_skip()
+    # (in os.environ before the workers start, as the README says: LocalCluster(env=...) applies its
+    # variables after a spawned worker imported dask, and an installed npgpu is imported with dask,
+    # through Dask's sizeof entry point, so it would read an environment without them)
     env = {"NPGPU_BACKEND": "opencl", "NPGPU_THRESHOLD": "0"}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, env=env,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
-        yield c
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+            yield c
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _worker_totals() -> dict[str, int]:
