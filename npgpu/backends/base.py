@@ -7,10 +7,12 @@ anything is launched) and then runs it on its own native arrays.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy
+from numpy.lib.array_utils import normalize_axis_index
 
 from .._ops import DTYPE_POSITION, dtype_argument  # noqa: F401  (the backends' names for them)
 from .costs import Costs
@@ -120,6 +122,40 @@ class Backend:
         """``native[key]`` for a key of ints, slices of ints, None and Ellipsis: a view (0-d for an
         all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""
         return self.call_function(numpy.ndarray.__getitem__, (native, key), {})
+
+    # -- NumPy's compositions of ufuncs, run through this backend's own ufuncs (its kernels give
+    # NumPy's rounding steps and floating-point reports) ------------------------------------------
+    def numpy_diff(self, a: Any, n: int = 1, axis: int = -1) -> Any:
+        """NumPy's diff: ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for bool), ``n`` times, with its
+        floating-point errors reported as subtract's."""
+        n = operator.index(n)
+        if n == 0:
+            return a
+        if n < 0:
+            raise ValueError(f"order must be non-negative but got {n!r}")
+        if a.ndim == 0:
+            raise ValueError("diff requires input that is at least one dimensional")
+        before = (slice(None),) * normalize_axis_index(axis, a.ndim)
+        op = numpy.not_equal if a.dtype == numpy.bool_ else numpy.subtract
+        for _ in range(n):
+            a = self.apply_ufunc(op, self.basic_view(a, (*before, slice(1, None))),
+                                 self.basic_view(a, (*before, slice(None, -1))))
+        return a
+
+    def numpy_round(self, a: Any, decimals: int, out: Any = None) -> Any:
+        """NumPy's round of a float array (PyArray_Round): rint for decimals 0, else times
+        10**decimals, rint and divided back (divided, rint, multiplied for negative decimals), each
+        step in the array's dtype."""
+        call = self.apply_ufunc
+        if decimals == 0:
+            return call(numpy.rint, a, out=out)
+        first, second = (numpy.multiply, numpy.true_divide) if decimals > 0 else (numpy.true_divide, numpy.multiply)
+        factor = 10.0 ** abs(decimals)  # (a Python float: NEP 50 keeps float32 arithmetic float32)
+        return call(second, call(numpy.rint, call(first, a, factor)), factor, out=out)
+
+    def apply_ufunc(self, ufunc: numpy.ufunc, *inputs: Any, out: Any = None) -> Any:
+        """``ufunc(*inputs, out=out)`` through ``call_ufunc`` (for the compositions above)."""
+        return self.call_ufunc(ufunc, "__call__", inputs, {} if out is None else {"out": (out,)})
 
     def prefers_host(self, func: Any) -> bool:
         """True for work this device does slower than NumPy (placement then keeps it on the host)."""

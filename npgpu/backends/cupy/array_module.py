@@ -7,12 +7,10 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy
-from numpy.lib.array_utils import normalize_axis_index
 
 from ... import _fperr, _ops
 from ...kernels import ir
@@ -114,7 +112,7 @@ class ArrayModuleBackend(Backend):
             keywords[np_method] = None
         # NumPy's own compositions of ufuncs, run through this backend's ufuncs (NumPy's rounding
         # steps and floating-point reports, which CuPy's versions of these functions don't give)
-        for np_func, own, names in ((numpy.diff, self._diff, ("n", "axis")),
+        for np_func, own, names in ((numpy.diff, self.numpy_diff, ("n", "axis")),
                                     (numpy.round, self._round, ("decimals", "out")),
                                     (numpy.around, self._round, ("decimals", "out")),
                                     (numpy.outer, self._outer, ("out",))):
@@ -304,42 +302,16 @@ class ArrayModuleBackend(Backend):
         return _UNSUPPORTED_KWARGS.isdisjoint(kwargs)
 
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
-    def _ufunc(self, ufunc: numpy.ufunc, *inputs: Any, out: Any = None) -> Any:
-        return self.call_ufunc(ufunc, "__call__", inputs, {} if out is None else {"out": (out,)})
-
-    def _diff(self, a: Any, n: int = 1, axis: int = -1) -> Any:
-        """NumPy's diff: ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for bool), ``n`` times, its
-        floating-point errors reported as subtract's."""
-        n = operator.index(n)
-        if n < 0:
-            raise ValueError(f"order must be non-negative but got {n!r}")
-        if n == 0:
-            return a
-        if a.ndim == 0:
-            raise ValueError("diff requires input that is at least one dimensional")
-        ax = normalize_axis_index(axis, a.ndim)
-        op = numpy.not_equal if a.dtype == numpy.bool_ else numpy.subtract
-        before = (slice(None),) * ax
-        for _ in range(n):
-            a = self._ufunc(op, a[(*before, slice(1, None))], a[(*before, slice(None, -1))])
-        return a
-
     def _round(self, a: Any, decimals: int = 0, out: Any = None) -> Any:
-        """NumPy's round of floats (PyArray_Round): rint for decimals 0, else times 10**decimals,
-        rint and divided back (divided, rint, multiplied for negative decimals), each step in the
-        array's dtype; other dtypes and arguments: CuPy's round."""
+        """NumPy's round of floats (Backend.numpy_round); other dtypes and arguments: CuPy's."""
         if a.dtype.kind != "f" or type(decimals) is not int:
             return self.xp.around(a, decimals, out=out)
-        if decimals == 0:
-            return self._ufunc(numpy.rint, a, out=out)
-        first, second = (numpy.multiply, numpy.true_divide) if decimals > 0 else (numpy.true_divide, numpy.multiply)
-        factor = 10.0 ** abs(decimals)  # (a Python float: NEP 50 keeps float32 arithmetic float32)
-        return self._ufunc(second, self._ufunc(numpy.rint, self._ufunc(first, a, factor)), factor, out=out)
+        return self.numpy_round(a, decimals, out)
 
     def _outer(self, a: Any, b: Any, out: Any = None) -> Any:
         """NumPy's outer: ``ravel(a)[:, None] * ravel(b)[None, :]`` (scalars and lists too)."""
         a, b = (x if self.is_native(x) else self.xp.asarray(x) for x in (a, b))
-        return self._ufunc(numpy.multiply, a.ravel()[:, None], b.ravel()[None, :], out=out)
+        return self.apply_ufunc(numpy.multiply, a.ravel()[:, None], b.ravel()[None, :], out=out)
 
     # -- random numbers (npgpu._random calls these for large draws) ---------------------------
     _RANDOM_ALIASES = {"ranf": "random_sample", "sample": "random_sample"}

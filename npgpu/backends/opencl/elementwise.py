@@ -361,18 +361,8 @@ class Elementwise(Backend):
     @implements(numpy.round, numpy.around, kwargs=("decimals",),
                 accepts=lambda args, kwargs: _round_accepts(args, kwargs))
     def around(self, a: CLArray, decimals: int = 0) -> CLArray:
-        """NumPy's round (PyArray_Round): rint for decimals 0; else a times 10**decimals, rint, and
-        divided back (divided, rint, multiplied for negative decimals); integers are copied."""
-        if a.dtype.kind != "f":
-            return self.copy(a)
-        errstate = _fperr.current()
-        if decimals == 0:
-            return self.ufunc_call(numpy.rint, (a,), errstate=errstate)
-        first, second = (numpy.multiply, numpy.true_divide) if decimals > 0 else (numpy.true_divide, numpy.multiply)
-        factor = 10.0 ** abs(decimals)
-        scaled = self.ufunc_call(first, (a, factor), errstate=errstate)
-        rounded = self.ufunc_call(numpy.rint, (scaled,), errstate=errstate)
-        return self.ufunc_call(second, (rounded, factor), errstate=errstate)
+        """NumPy's round: of floats Backend.numpy_round; integers are copied."""
+        return self.numpy_round(a, decimals) if a.dtype.kind == "f" else self.copy(a)
 
     @implements(numpy.clip, kwargs=("a_min", "a_max", "out", "min", "max"))
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:

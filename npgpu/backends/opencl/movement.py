@@ -14,7 +14,6 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
-from ... import _fperr
 from ..base import Backend
 from .array import CLArray, _native_or_device, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
@@ -146,22 +145,7 @@ class Movement(Backend):
 
     @implements(numpy.diff, kwargs=("n", "axis"))
     def diff(self, a: CLArray, n: int = 1, axis: int = -1) -> CLArray:
-        """NumPy's diff: ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for bool), ``n`` times, with its
-        floating-point errors reported as subtract's."""
-        n = operator.index(n)
-        if n == 0:
-            return a
-        if n < 0:
-            raise ValueError(f"order must be non-negative but got {n!r}")
-        if a.ndim == 0:
-            raise ValueError("diff requires input that is at least one dimensional")
-        ax = _norm_axes(axis, a.ndim)[0]
-        op = numpy.not_equal if a.dtype == numpy.bool_ else numpy.subtract
-        for _ in range(n):
-            m = a.shape[ax]
-            a = self.ufunc_call(op, (_along(a, ax, min(1, m), m), _along(a, ax, 0, max(m - 1, 0))),
-                                errstate=_fperr.current())
-        return a
+        return self.numpy_diff(a, n, axis)
 
     @implements(numpy.tril, kwargs=("k",))
     def tril(self, m: CLArray, k: int = 0) -> CLArray:
