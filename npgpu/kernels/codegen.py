@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy
 
+from . import order as _order
 from . import ufuncs as _table
 from .ir import Apply, Cast, Graph, Input, Node, Scalar, Select, walk
 
@@ -542,6 +543,7 @@ class ReduceLayout:
     index_input: bool = False
     index64: bool = True
     unroll: int = 1
+    ordered: bool = False  # the reduced values in the flat order given, one plain fold (NumPy's, kernels/order.py)
 
 
 def map_reduce(
@@ -673,7 +675,7 @@ def map_reduce(
                + list({**helpers, **check_helpers}.values()) + [sig.header(name) + " {"])
         src += ["  " + b for b in body] + ["}"]
         return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
-    kahan = op == "add" and acc_dtype.kind == "f"
+    kahan = op == "add" and acc_dtype.kind == "f" and not layout.ordered
     if layout.interleaved:
         body.append(f"{idx} kk0 = p, kk1 = k, step = parts;")
     else:
@@ -838,6 +840,303 @@ def _unrolled_reduce(
         out.append(f"acc = {combine('acc', names[0])};")
     helpers.update(combine_helpers)
     return out, [], helpers
+
+
+def _adder(acc_dtype: numpy.dtype, dialect: str, helpers: dict[str, str]) -> Callable[[str, str], str]:
+    """``x + y`` in the accumulator's dtype, as the ufunc table writes it (complex: its helper)."""
+
+    def add(x: str, y: str) -> str:
+        expr, needed = _table.render(numpy.add, (acc_dtype,) * 3, [x, y], 0, dialect)
+        helpers.update(needed)
+        return expr
+
+    return add
+
+
+def _pairwise_block(acc_dtype: numpy.dtype, idx: str, element: Callable[[str, str], list[str]],
+                    add: Callable[[str, str], str], ident: str, start: str, count: str, result: str) -> list[str]:
+    """Statements setting ``result`` to NumPy's pairwise sum of the ``count`` values from flat
+    position ``start`` (kernels/order.py), its recursion run from an explicit stack.
+    ``element(position, target)``: statements adding the value at ``position`` into ``target``
+    (``"=name"``: setting ``name`` to it)."""
+    act = _table.ctype(acc_dtype)
+    lanes, block, small = _order.pairwise_shape(acc_dtype)
+    split = "(nn - nn % 8) / 2" if acc_dtype.kind == "c" else "nn / 2 - (nn / 2) % 8"
+    depth = 132 if idx in ("long", "long long") else 68  # (each level of the recursion: two more entries)
+    pairs = [f"l{j}" for j in range(lanes)]
+    while len(pairs) > 1:
+        pairs = [add(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
+    return [
+        "{",
+        f"  {idx} st_s[{depth}], st_n[{depth}]; {act} vs[{depth // 2}]; int sp = 1, vp = 0;",
+        f"  st_s[0] = {start}; st_n[0] = {count};",
+        "  while (sp > 0) {",
+        f"    sp--; {idx} s = st_s[sp], nn = st_n[sp];",
+        f"    if (nn < 0) {{ vp--; vs[vp - 1] = {add('vs[vp - 1]', 'vs[vp]')}; continue; }}",
+        f"    if (nn <= {block}) {{",
+        f"      {act} r = {ident};",
+        f"      if (nn < {small}) {{",
+        f"        for ({idx} i = 0; i < nn; i++) {{",
+        *("          " + x for x in element("s + i", "r")),
+        "        }",
+        "      } else {",
+        f"        {act} " + ", ".join(f"l{j}" for j in range(lanes)) + ";",
+        *("        " + x for j in range(lanes) for x in element(f"s + {j}", f"=l{j}")),
+        f"        {idx} i = {lanes};",
+        f"        for (; i < nn - nn % {lanes}; i += {lanes}) {{",
+        *("          " + x for j in range(lanes) for x in element(f"s + i + {j}", f"l{j}")),
+        "        }",
+        f"        r = {pairs[0]};",
+        "        for (; i < nn; i++) {",
+        *("          " + x for x in element("s + i", "r")),
+        "        }",
+        "      }",
+        "      vs[vp++] = r; continue;",
+        "    }",
+        f"    {idx} n2 = {split};",
+        "    st_s[sp] = 0; st_n[sp] = -1; sp++;",
+        "    st_s[sp] = s + n2; st_n[sp] = nn - n2; sp++;",
+        "    st_s[sp] = s; st_n[sp] = n2; sp++;",
+        "  }",
+        f"  {result} = vs[0];",
+        "}",
+    ]
+
+
+def pairwise_reduce(
+    graph: Graph,
+    acc_dtype: numpy.dtype,
+    outer_ndim: int,
+    inner_ndim: int,
+    split: bool,
+    index64: bool = True,
+    dialect: str = "opencl",
+    name: str = "npg_pairwise",
+    reduce_check: int = 0,
+) -> KernelSource:
+    """NumPy's float sum of ``graph`` (one output) in NumPy's order of additions (kernels/order.py).
+
+    Each output's ``k`` reduced values, a flat index over the inner extents (outermost first), are
+    cut into chunks of ``chunk``, each summed pairwise; ``split`` off: work-item g is output g and
+    folds its chunks from ``init``; ``split`` on: work-item g is subtree ``g % subtrees`` (depth
+    ``depth`` of the pairwise recursion, path bits outermost first) of chunk ``g / subtrees % nch``
+    of output ``g / subtrees / nch`` and writes its sum, its length (0: no such subtree, its
+    ancestor was a block) and, with ``reduce_check``, whether its values were inf (bit 0) or NaN
+    (bit 1), for pairwise_combine and pairwise_fold.
+
+    Arguments: for each input, (char pointer, byte offset); scalars; init; m, k, chunk, nch,
+    subtrees, depth; outer extents, inner extents; per input, outer then inner byte strides; the
+    sums (acc_dtype, offset in elements); split: the lengths (int64) and with reduce_check the
+    flags (uint8); then the error flags where the kernel reports any.
+    """
+    if len(graph.outputs) != 1:
+        raise ValueError("pairwise_reduce takes a graph of one output")
+    acc_dtype = numpy.dtype(acc_dtype)
+    idx = _idx(index64, dialect)
+    sig = _Sig(dialect, idx)
+    nin = len(graph.inputs)
+    for i, dt in enumerate(graph.inputs):
+        sig.array(f"in{i}", f"in{i}_off", dt, typed=False, const=True)
+    scalar_names = [f"s{j}" for j in range(len(graph.scalars))]
+    for sname, dt in zip(scalar_names, graph.scalars, strict=True):
+        sig.scalar(sname, dt)
+    sig.scalar("init", acc_dtype)
+    for n in ("m", "k", "chunk", "nch", "subtrees", "depth"):
+        sig.index(n)
+    no, ni = outer_ndim, inner_ndim
+    for d in range(no):
+        sig.index(f"odim{d}")
+    for d in range(ni):
+        sig.index(f"idim{d}")
+    ops = [f"in{i}" for i in range(nin)]
+    for p in ops:
+        for d in range(no):
+            sig.index(f"{p}_ost{d}")
+        for d in range(ni):
+            sig.index(f"{p}_ist{d}")
+    sig.array("acc_out", "acc_off", acc_dtype, typed=True, const=False)
+    if split:
+        sig.array("len_out", "len_off", numpy.dtype(numpy.int64), typed=True, const=False)
+        if reduce_check:
+            sig.array("nf_out", "nf_off", numpy.dtype(numpy.uint8), typed=True, const=False)
+    _error_parameters(sig, graph, 0 if split else reduce_check)
+    tracked = _Tracking(graph, 0 if split else reduce_check, dialect, acc_dtype.kind == "c")
+    values = _Tracking(graph, reduce_check, dialect, acc_dtype.kind == "c")  # (the values' own flags)
+    act = _table.ctype(acc_dtype)
+    helpers: dict[str, str] = {}
+    add = _adder(acc_dtype, dialect, helpers)
+    ident = _table.identity_literal("add", acc_dtype)
+    assert ident is not None
+
+    def element(position: str, target: str) -> list[str]:
+        stmts = [f"{idx} q = {position};"]
+        for d in range(ni - 1, 0, -1):
+            stmts.append(f"{idx} ic{d} = q % idim{d}; q /= idim{d};")
+        if ni:
+            stmts.append(f"{idx} ic0 = q;")
+        load = {}
+        for i, p in enumerate(ops):
+            terms = " + ".join([f"{p}_base"] + [f"ic{d} * {p}_ist{d}" for d in range(ni)])
+            load[i] = f"(*{_ptr_cast(dialect, _table.ctype(graph.inputs[i]), True)}(({p}) + ({terms})))"
+        computed, results, needed = emit_body(graph, dialect, load, scalar_names, names := {})
+        helpers.update(needed)
+        checks = emit_checks(graph, names, dialect, error_flag(dialect), helpers=helpers).inline()
+        val = results[0]
+        if graph.out_dtypes[0] != acc_dtype:
+            val = _accumulated(val, graph.out_dtypes[0], acc_dtype, dialect)
+        if target.startswith("?"):  # (the values' own flags only)
+            set_value = values.value("v")
+        elif target.startswith("="):
+            set_value = [f"{target[1:]} = v;"]
+        else:
+            set_value = [f"{target} = {add(target, 'v')};"]
+        return ["{", *("  " + t for t in stmts + computed + checks + [f"{act} v = {val};"] + set_value), "}"]
+
+    def flag_values(total: str) -> list[str]:
+        """Where a sum came out inf or NaN: whether its values were (the reduction's own check)."""
+        if not reduce_check:
+            return []
+        test = f"!isfinite({total}.re) || !isfinite({total}.im)" if acc_dtype.kind == "c" else f"!isfinite({total})"
+        return [f"if ({test}) {{", f"  for ({idx} i = 0; i < pw_n; i++) {{",
+                *("    " + x for x in element("pw_s + i", "?")), "  }", "}"]
+
+    body = [f"{idx} g = {sig.gid()};"]
+    if split:
+        body += ["if (g >= m * nch * subtrees) return;", f"{idx} sub = g % subtrees, t = g / subtrees;",
+                 f"{idx} ch = t % nch, mi = t / nch;"]
+    else:
+        body += ["if (g >= m) return;", f"{idx} mi = g;"]
+    body.append(f"{idx} r = mi;")
+    for d in range(no - 1, -1, -1):
+        body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
+    for p in ops:
+        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
+        body.append(f"{idx} {p}_base = {terms};")
+    body += values.start
+    _, block, _ = _order.pairwise_shape(acc_dtype)
+    split_expr = "(pw_n - pw_n % 8) / 2" if acc_dtype.kind == "c" else "pw_n / 2 - (pw_n / 2) % 8"
+    if split:
+        body += [
+            f"{idx} pw_s = ch * chunk, pw_n = k - pw_s < chunk ? k - pw_s : chunk;",
+            "int present = 1;",
+            f"for ({idx} lvl = depth - 1; lvl >= 0; lvl--) {{",
+            f"  if (pw_n <= {block}) {{ if ((sub & ((({idx})2 << lvl) - 1)) != 0) present = 0; break; }}",
+            f"  {idx} n2 = {split_expr};",
+            "  if ((sub >> lvl) & 1) { pw_s += n2; pw_n -= n2; } else { pw_n = n2; }",
+            "}",
+            f"{act} pw = {ident};",
+            "if (present) {",
+            *("  " + x for x in _pairwise_block(acc_dtype, idx, element, add, ident, "pw_s", "pw_n", "pw")),
+            *("  " + x for x in flag_values("pw")),
+            "}",
+            "acc_out[acc_off + g] = pw;",
+            "len_out[len_off + g] = present ? pw_n : 0;",
+        ]
+        if reduce_check:
+            body.append("nf_out[nf_off + g] = (uchar)(npg_value_nf | (npg_value_nan << 1));")
+    else:
+        body += [
+            f"{act} acc = init;",
+            f"for ({idx} ch = 0; ch < nch; ch++) {{",
+            f"  {idx} pw_s = ch * chunk, pw_n = k - pw_s < chunk ? k - pw_s : chunk;",
+            f"  {act} pw;",
+            *("  " + x for x in _pairwise_block(acc_dtype, idx, element, add, ident, "pw_s", "pw_n", "pw")),
+            *("  " + x for x in flag_values("pw")),
+            f"  acc = {add('acc', 'pw')};",
+            "}",
+        ]
+        if reduce_check:  # (the values' flags are the tracked ones)
+            body += [*tracked.finish]
+        body.append("acc_out[acc_off + g] = acc;")
+    fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
+    src = (_preamble(dialect, fp64, _has_complex(graph.dtypes() | {acc_dtype})) + list(helpers.values())
+           + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"])
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+class _NoGraph:
+    """The error slots of a kernel that reads no graph: the reduction's own, slot 0."""
+
+    error_nodes: tuple[()] = ()
+
+
+def pairwise_combine(acc_dtype: numpy.dtype, group: int, flags: bool, dialect: str = "opencl",
+                     name: str = "npg_pairwise_combine") -> KernelSource:
+    """One step up the pairwise recursion: work-item g combines subtrees ``g * group`` ..
+    ``g * group + group - 1`` of pairwise_reduce's output (a subtree of length 0 is absent: its
+    left sibling's sum stands for their parent) into slot g.
+
+    Arguments: sums, lengths (int64)[, flags (uint8)] in, each (pointer, element offset); the same
+    out; the number of groups.
+    """
+    acc_dtype = numpy.dtype(acc_dtype)
+    sig = _Sig(dialect, _idx(True, dialect))
+    io = [("val", acc_dtype), ("len", numpy.dtype(numpy.int64))] + ([("nf", numpy.dtype(numpy.uint8))] if flags else [])
+    for direction, const in (("in", True), ("out", False)):
+        for n, dt in io:
+            sig.array(f"{n}_{direction}", f"{n}_{direction}_off", dt, typed=True, const=const)
+    sig.index("groups")
+    act = _table.ctype(acc_dtype)
+    helpers: dict[str, str] = {}
+    add = _adder(acc_dtype, dialect, helpers)
+    body = [
+        f"long g = {sig.gid()};",
+        "if (g >= groups) return;",
+        f"{act} v[{group}]; long l[{group}];" + (" uchar f = 0;" if flags else ""),
+        f"for (int j = 0; j < {group}; j++) {{",
+        f"  v[j] = val_in[val_in_off + g * {group} + j]; l[j] = len_in[len_in_off + g * {group} + j];",
+        *([f"  f |= nf_in[nf_in_off + g * {group} + j];"] if flags else []),
+        "}",
+        f"for (int w = {group}; w > 1; w >>= 1) {{",
+        "  for (int i = 0; i < w / 2; i++) {",
+        f"    v[i] = l[2 * i + 1] ? {add('v[2 * i]', 'v[2 * i + 1]')} : v[2 * i];",
+        "    l[i] = l[2 * i] + l[2 * i + 1];",
+        "  }",
+        "}",
+        "val_out[val_out_off + g] = v[0]; len_out[len_out_off + g] = l[0];",
+        *(["nf_out[nf_out_off + g] = f;"] if flags else []),
+    ]
+    if dialect != "opencl":
+        body = [b.replace("long ", "long long ").replace("uchar", "unsigned char") for b in body]
+    fp64 = _needs_fp64({acc_dtype})
+    src = (_preamble(dialect, fp64, _has_complex({acc_dtype})) + list(helpers.values()) + [sig.header(name) + " {"]
+           + ["  " + b for b in body] + ["}"])
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+def pairwise_fold(acc_dtype: numpy.dtype, reduce_check: int, dialect: str = "opencl",
+                  name: str = "npg_pairwise_fold") -> KernelSource:
+    """Each output's chunk sums folded in order from ``init`` (NumPy's ``out += pairwise(chunk)``);
+    with ``reduce_check``, the reduction's overflow and invalid flags (_Tracking) in slot 0.
+
+    Arguments: sums (pointer, element offset)[, value flags (uint8)]; init; m, nch; the result
+    (pointer, element offset); the error flags with reduce_check.
+    """
+    acc_dtype = numpy.dtype(acc_dtype)
+    sig = _Sig(dialect, _idx(True, dialect))
+    sig.array("val_in", "val_in_off", acc_dtype, typed=True, const=True)
+    if reduce_check:
+        sig.array("nf_in", "nf_in_off", numpy.dtype(numpy.uint8), typed=True, const=True)
+    sig.scalar("init", acc_dtype)
+    sig.index("m")
+    sig.index("nch")
+    sig.array("acc_out", "acc_off", acc_dtype, typed=True, const=False)
+    _error_parameters(sig, _NoGraph(), reduce_check)  # type: ignore[arg-type]
+    tracked = _Tracking(_NoGraph(), reduce_check, dialect, acc_dtype.kind == "c")  # type: ignore[arg-type]
+    act = _table.ctype(acc_dtype)
+    idx = sig.idx
+    helpers: dict[str, str] = {}
+    add = _adder(acc_dtype, dialect, helpers)
+    body = [f"{idx} g = {sig.gid()};", "if (g >= m) return;", f"{act} acc = init;", *tracked.start,
+            f"for ({idx} ch = 0; ch < nch; ch++) {{", f"  acc = {add('acc', 'val_in[val_in_off + g * nch + ch]')};"]
+    if reduce_check:
+        body += ["  npg_value_nf |= nf_in[nf_in_off + g * nch + ch] & 1;",
+                 "  npg_value_nan |= nf_in[nf_in_off + g * nch + ch] >> 1;"]
+    body += ["}", *tracked.finish, "acc_out[acc_off + g] = acc;"]
+    fp64 = _needs_fp64({acc_dtype})
+    src = (_preamble(dialect, fp64, _has_complex({acc_dtype})) + list(helpers.values()) + [sig.header(name) + " {"]
+           + ["  " + b for b in body] + ["}"])
+    return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
 
 
 def scan(

@@ -11,6 +11,7 @@ import numpy
 
 from ... import _fperr, _ops
 from ...kernels import codegen, ir
+from ...kernels import order as _order
 from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _broadcast_strides, _collapse, _native_or_device, _norm_axes, _span
@@ -66,6 +67,23 @@ def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> n
 
 
 
+def _sum_order(graph: ir.Graph, inputs: list[CLArray], shape: tuple[int, ...],
+               axes: tuple[int, ...]) -> _order.SumOrder:
+    """NumPy's order of additions for this reduction: of the array itself where the graph only reads
+    (and casts) one array of the reduced shape, else of the contiguous temporary NumPy would have
+    made, laid out like the first input of that shape (kernels/order.py)."""
+    full = [a for a in inputs if a.shape == shape]
+    layout = full[0].strides if full else tuple(range(len(shape), 0, -1))
+    node = graph.outputs[0]
+    if isinstance(node, ir.Cast):
+        node = node.operand
+    if isinstance(node, ir.Input) and full and inputs[node.index] is full[0]:
+        plan = _order.sum_order(shape, layout, axes, full[0].itemsize)
+        if plan is not None:
+            return plan
+    return _order.contiguous_order(shape, layout, axes)
+
+
 class Reductions(Backend):
     """Reductions (map-reduce kernels), NumPy's reduction functions and ufunc.reduce, scans."""
 
@@ -103,20 +121,30 @@ class Reductions(Backend):
         if m == 0:
             return result, index
         strides = [_broadcast_strides(a, shape) for a in inputs]
+        ordered = op in ("add", "multiply") and acc_dtype.kind in "fc"
+        chunk = 1
+        if ordered:  # NumPy's order of additions (kernels/order.py): its bits
+            plan = _sum_order(graph, inputs, shape, axes)
+            chunk = plan.chunk if op == "add" else 1
+            axes = plan.axes + tuple(d for d in axes if shape[d] == 1)
         oshape, ostrides = _collapse(out_shape, [tuple(st[d] for d in kept) for st in strides])
         ishape, istrides = _collapse(tuple(shape[d] for d in axes), [tuple(st[d] for d in axes) for st in strides])
-        min_chunk = 4096 if self.is_cpu else 64
-        parts = 1 if m >= self.parallelism else max(1, min(-(-self.parallelism // m), -(-k // min_chunk)))
-        init_final = initial
-        init_first = initial if parts == 1 else _table.reduction_identity(op, acc_dtype)
-        stage_out = result if parts == 1 else self.empty((m * parts,), acc_dtype)
-        stage_idx = index if parts == 1 else (self.empty((m * parts,), numpy.int64) if index is not None else None)
         flags = None
         if graph.error_nodes or reduce_check:
             if errors is None:
                 errors = _fperr.call_launch(graph if graph.error_nodes else None, _fperr.current(),
                                             ("reduce",) if reduce_check else ())
             flags = _fperr.reserve(self, errors)
+        if chunk > 1:
+            self._pairwise(graph, inputs, scalars, acc_dtype, initial, m, k, chunk, oshape, ishape, ostrides,
+                           istrides, result, flags, reduce_check, len(graph.error_nodes))
+            return result, index
+        min_chunk = 4096 if self.is_cpu else 64
+        parts = 1 if m >= self.parallelism or ordered else max(1, min(-(-self.parallelism // m), -(-k // min_chunk)))
+        init_final = initial
+        init_first = initial if parts == 1 else _table.reduction_identity(op, acc_dtype)
+        stage_out = result if parts == 1 else self.empty((m * parts,), acc_dtype)
+        stage_idx = index if parts == 1 else (self.empty((m * parts,), numpy.int64) if index is not None else None)
         self._run_reduce(
             graph,
             inputs,
@@ -136,6 +164,7 @@ class Reductions(Backend):
             index_input=False,
             flags=flags,
             reduce_check=reduce_check,
+            ordered=ordered,
         )
         if parts > 1:
             g2 = self._graphs.get(("id", acc_dtype))
@@ -188,14 +217,17 @@ class Reductions(Backend):
         index_input,
         flags=None,
         reduce_check=0,
+        ordered=False,
     ) -> None:  # noqa: ANN001
         big = max(m * parts, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
         # GPUs: interleaved parts (coalesced loads).  CPUs (PoCL): each part one contiguous chunk,
         # several independent accumulators per work-item -- interleaved parts measured 20x slower there.
         interleaved = parts > 1 and not self.is_cpu
-        unroll = self.reduce_unroll if self.is_cpu and len(ishape) == 1 and op not in codegen.ARG_REDUCTIONS else 1
+        unroll = (self.reduce_unroll if self.is_cpu and len(ishape) == 1 and op not in codegen.ARG_REDUCTIONS
+                  and not ordered else 1)
         layout = codegen.ReduceLayout(
-            len(oshape), len(ishape), interleaved=interleaved, index_input=index_input, index64=big, unroll=unroll
+            len(oshape), len(ishape), interleaved=interleaved, index_input=index_input, index64=big, unroll=unroll,
+            ordered=ordered,
         )
         kernel = self._build(
             ("mr", graph, op, acc_dtype, layout, reduce_check),
@@ -218,6 +250,74 @@ class Reductions(Backend):
         if graph.error_nodes or reduce_check:
             args += [flags[0], it(flags[1])]
         self._launch(kernel, m * parts, args)
+
+    def _pairwise(self, graph, inputs, scalars, acc_dtype, init, m, k, chunk, oshape, ishape, ostrides, istrides,
+                  result, flags, reduce_check, error_slots) -> None:  # noqa: ANN001
+        """A float sum in NumPy's order (kernels/order.py): each output's chunks summed pairwise
+        and folded. Where outputs and chunks are fewer than the device's parallelism, each chunk's
+        recursion is cut ``depth`` levels down into subtrees summed by separate work-items, which
+        pairwise_combine joins 64 at a time as the recursion would, and pairwise_fold adds in order."""
+        nch = -(-k // chunk)
+        _, block, _ = _order.pairwise_shape(acc_dtype)
+        depth = 0
+        while m * nch << depth < self.parallelism and chunk >> (depth + 1) >= 2 * block and depth < 16:
+            depth += 1
+        big = max(m * nch << depth, k, max(_span(a)[1] for a in inputs)) >= 2**31 - 1
+        it = numpy.int64 if big else numpy.int32
+        split = depth > 0 or nch > 1 and m < self.parallelism
+        check = reduce_check if not split else 0
+        kernel = self._build(
+            ("pw", graph, acc_dtype, len(oshape), len(ishape), split, big, reduce_check),
+            lambda: codegen.pairwise_reduce(graph, acc_dtype, len(oshape), len(ishape), split, big, "opencl",
+                                            reduce_check=reduce_check),
+        )
+        args: list[Any] = []
+        for a in inputs:
+            args += [a.data, it(a.offset)]
+        for value, dt in zip(scalars, graph.scalars, strict=True):
+            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+        args.append(_scalar_value(init, acc_dtype))
+        args += [it(m), it(k), it(chunk), it(nch), it(1 << depth), it(depth)]
+        args += [it(d) for d in oshape] + [it(d) for d in ishape]
+        for so, si in zip(ostrides, istrides, strict=True):
+            args += [it(s) for s in so] + [it(s) for s in si]
+        if not split:
+            args += [result.data, it(result.offset // result.itemsize)]
+            if graph.error_nodes or check:
+                args += [flags[0], it(flags[1])]
+            self._launch(kernel, m, args)
+            return
+        slots = m * nch << depth
+        val = self.empty((slots,), acc_dtype)
+        lengths = self.empty((slots,), numpy.int64)
+        nf = self.empty((slots,), numpy.uint8) if reduce_check else None
+        args += [val.data, it(0), lengths.data, it(0)] + ([nf.data, it(0)] if nf is not None else [])
+        if graph.error_nodes:
+            args += [flags[0], it(flags[1])]
+        self._launch(kernel, slots, args)
+        while depth:
+            step, flagged = min(depth, 6), nf is not None
+            combine = self._build(("pwc", acc_dtype, 1 << step, flagged),
+                                  lambda s=step, f=flagged: codegen.pairwise_combine(acc_dtype, 1 << s, f))
+            slots >>= step
+            out = [self.empty((slots,), acc_dtype), self.empty((slots,), numpy.int64)]
+            if nf is not None:
+                out.append(self.empty((slots,), numpy.uint8))
+            ins = [val, lengths] + ([nf] if nf is not None else [])
+            cargs: list[Any] = []
+            for arr in ins + out:
+                cargs += [arr.data, numpy.int64(0)]
+            self._launch(combine, slots, cargs + [numpy.int64(slots)])
+            val, lengths = out[0], out[1]
+            nf = out[2] if nf is not None else None
+            depth -= step
+        fold = self._build(("pwf", acc_dtype, reduce_check), lambda: codegen.pairwise_fold(acc_dtype, reduce_check))
+        fargs: list[Any] = [val.data, numpy.int64(0)] + ([nf.data, numpy.int64(0)] if nf is not None else [])
+        fargs += [_scalar_value(init, acc_dtype), numpy.int64(m), numpy.int64(nch), result.data,
+                  numpy.int64(result.offset // result.itemsize)]
+        if reduce_check:
+            fargs += [flags[0], numpy.int64(flags[1] + _fperr.SLOT_BYTES * error_slots)]
+        self._launch(fold, m, fargs)
 
     def reduce_op(self, op: str, a: CLArray, axis: Any = None, acc_dtype: Any = None) -> CLArray:
         """Plain reduction of one array (no keepdims): the building block of the functions."""
@@ -342,7 +442,8 @@ class Reductions(Backend):
             result = self.ufunc_call(numpy.true_divide, (total, count))
         else:
             n = math.prod(a.shape[d] for d in axes)
-            result = self.ufunc_call(numpy.true_divide, (total, float(n)), out=None)
+            # (NumPy divides by its count, an intp: float32 and complex64 sums divide in double)
+            result = self.ufunc_call(numpy.true_divide, (total, numpy.intp(n)), out=None)
             if result.dtype != res_dt:
                 result = self.copy(result, res_dt)
         return self._finish(result, a.shape, axes, keepdims, out)
@@ -373,8 +474,8 @@ class Reductions(Backend):
             d = b.apply(numpy.subtract, (acc,) * 3, b.cast(x, acc), mu)[0]
             graph = self._graphs[key] = b.build([b.apply(numpy.multiply, (acc,) * 3, d, d)[0]])
         total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape)
-        n = math.prod(a.shape[d] for d in axes) - ddof
-        result = self.ufunc_call(numpy.true_divide, (total, float(n)))
+        n = max(math.prod(a.shape[d] for d in axes) - ddof, 0)
+        result = self.ufunc_call(numpy.true_divide, (total, numpy.intp(n)))
         if _sqrt:
             result = self.ufunc_call(numpy.sqrt, (result,), out=result)
         if result.dtype != res_dt:
