@@ -30,6 +30,8 @@ REDUCE_UFUNCS: dict[str, numpy.ufunc] = {
     "bitwise_xor": numpy.bitwise_xor,
 }
 ARG_REDUCTIONS = ("argmax", "argmin")
+#: values loaded ahead in an ordered fold (ReduceLayout.ordered)
+ORDERED_UNROLL = 16
 
 
 @dataclass(frozen=True)
@@ -689,6 +691,39 @@ def map_reduce(
         body.append(f"{act} comp = 0;")
     if is_arg:
         body.append("i64_t bi = -1;")
+    if layout.ordered and not is_arg:
+        # NumPy's fold, one value after another: the loads of ORDERED_UNROLL values first (no chain
+        # of dependent loads: a GPU work-item folding a tall column waits on each otherwise), then
+        # the additions in order
+        u = ORDERED_UNROLL
+        lanes, helpers = [], {}
+        body.append(f"{idx} kk = kk0;")
+        body.append(f"for (; kk + {u} <= kk1; kk += {u}) {{")
+        body.append("  " + act + " " + ", ".join(f"w{j}" for j in range(u)) + ";")
+        for j in range(u):
+            stmts, val, names, needed, _ = element_at(f"kk + {j}")
+            helpers.update(needed)
+            body.extend("  " + x for x in ["{", *("  " + t for t in stmts + fold(names) + [f"w{j} = {val};"]), "}"])
+            lanes.append(f"w{j}")
+        for lane in lanes:
+            combine, needed = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", lane], 0, dialect)
+            helpers.update(needed)
+            body.append(f"  acc = {combine};")
+        body.append("}")
+        body.append("for (; kk < kk1; kk++) {")
+        stmts, val, names, needed, _ = element_at("kk")
+        helpers.update(needed)
+        combine, needed2 = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", "v"], 0, dialect)
+        helpers.update(needed2)
+        body.extend("  " + x for x in stmts + fold(names) + [f"{act} v = {val};", f"acc = {combine};"])
+        body.append("}")
+        body.extend(again("step"))
+        body.append("acc_out[acc_off + g] = acc;")
+        fp64 = _needs_fp64(graph.dtypes() | {acc_dtype})
+        src = (_preamble(dialect, fp64, _has_complex(graph.dtypes() | {acc_dtype}))
+               + list({**helpers, **check_helpers}.values()) + [sig.header(name) + " {"]
+               + ["  " + b for b in body] + ["}"])
+        return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
     body.append(f"for ({idx} kk = kk0; kk < kk1; kk += step) {{")
     loop, val, names, helpers, index_address = element_at("kk")
     loop.extend(fold(names))
