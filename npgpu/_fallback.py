@@ -33,9 +33,20 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
     if record is not None:
         _report.record(key, record)
     copies: dict[int, tuple[DeviceArray, numpy.ndarray]] = {}
-    host_args = tuple(to_host_tree(a, copies) for a in args)
-    host_kwargs = to_host_tree(kwargs, copies)
+    # operands NumPy only reads may be the device's memory itself (host_operand); what it
+    # writes (out=, in-place) is a copy written back below, after the pending work that reads it
+    devices: list[DeviceArray] = []
+    for value in (*args, *kwargs.values()):
+        scan(value, devices, [])
+    written = {id(d) for d in mutated}
+    outs = kwargs.get("out")
+    written |= {id(o) for o in (outs if isinstance(outs, tuple) else (outs,)) if isinstance(o, DeviceArray)}
+    read_only = frozenset(id(d) for d in devices if id(d) not in written)
+    host_args = tuple(to_host_tree(a, copies, read_only) for a in args)
+    host_kwargs = to_host_tree(kwargs, copies, read_only)
     result = call(*host_args, **host_kwargs)
+    if read_only:  # a result that is (a view of) device memory becomes a host array of its own
+        result = _unaliased(result, [h for d, h in copies.values() if id(d) in read_only])
     if mutated and _lazy.pending_count():
         for device in mutated:
             _lazy.before_write(device._backend, device._native)
@@ -45,6 +56,16 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
                 device._backend.write(device._native, host)
                 break
     return _restore(result, copies)
+
+
+def _unaliased(result: Any, memory: list[numpy.ndarray]) -> Any:
+    """``result`` with every array that may share memory with ``memory`` copied (NumPy returns views:
+    ``np.transpose``, ``np.reshape``, an operand as it is)."""
+    if isinstance(result, numpy.ndarray):
+        return result.copy(order="K") if any(numpy.may_share_memory(result, m) for m in memory) else result
+    if isinstance(result, (tuple, list)):
+        return same_sequence(result, [_unaliased(r, memory) for r in result])
+    return result
 
 
 def fallback(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -108,6 +108,16 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
     return host
 
 
+def host_operand(array: DeviceArray, func: Any = None) -> numpy.ndarray:
+    """A device array NumPy is about to read: the array's own memory where the backend computes
+    in host memory (Backend.host_view: nothing moves, nothing is booked), else a host copy."""
+    if array._pending is None:
+        view = array._backend.host_view(array._native)
+        if view is not None:
+            return view
+    return to_host(array, func)
+
+
 def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
     """The axes from the largest stride to the smallest, or None when that is already their order."""
     if len(shape) < 2:
@@ -171,24 +181,26 @@ def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generi
     return host[()]
 
 
-def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None) -> Any:
+def to_host_tree(obj: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]] | None = None,
+                 read_only: frozenset[int] = frozenset()) -> Any:
     """Device arrays (also inside lists/tuples/dicts) -> host copies; remembers which is which.
 
     A device array that appears twice (``np.square(a, out=a)``) gets one host copy, as it is one
-    array in NumPy: the result written into it is what goes back."""
+    array in NumPy: the result written into it is what goes back. ``read_only``: ids of device
+    arrays whose host arrays only get read, which may be the device memory itself (host_operand)."""
     if isinstance(obj, DeviceArray):
         if copies is not None:
             for device, host in copies.values():  # one host copy per device array: `a += 1` is add(a, 1, out=a)
                 if device is obj:
                     return host
-        host = to_host(obj)
+        host = host_operand(obj) if id(obj) in read_only else to_host(obj)
         if copies is not None:
             copies[id(host)] = (obj, host)
         return host
     if isinstance(obj, (list, tuple)) and (has_arrays(obj) or holds_device_array(obj) is not None):
-        return type(obj)(to_host_tree(item, copies) for item in obj)
+        return type(obj)(to_host_tree(item, copies, read_only) for item in obj)
     if isinstance(obj, dict):
-        return {k: to_host_tree(v, copies) for k, v in obj.items()}
+        return {k: to_host_tree(v, copies, read_only) for k, v in obj.items()}
     return obj
 
 

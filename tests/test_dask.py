@@ -328,7 +328,7 @@ def test_worker_plugin_sets_the_process_default(client) -> None:
 @pytest.mark.slow
 def test_dask_example_runs_on_a_local_cluster_with_numpys_answer() -> None:
     _opencl_or_skip()
-    pytest.importorskip("distributed", reason="the example's LocalCluster needs distributed (pip install 'npgpu[dask]')")
+    pytest.importorskip("distributed", reason="the example's cluster needs distributed (pip install 'npgpu[dask]')")
     script = os.path.join(ROOT, "examples", "dask_stencil.py")
     env = {**os.environ, "NPGPU_BACKEND": "", "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, script, "128", "2", "3"], cwd=ROOT, capture_output=True, text=True,

@@ -89,3 +89,47 @@ def test_host_work_below_threshold_is_not_a_fallback(device_backend):
     report = npgpu.report()
     assert report.functions["dot"].host == 1 and report.sites[_report.SMALL_CALLS_SITE].host == 1
     assert "sin" not in report.functions  # NumPy's own ufunc: not seen by npgpu
+
+
+def _pocl_or_skip():
+    from npgpu.backends import unavailable_reason
+
+    reason = unavailable_reason("opencl")
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def test_host_work_reads_a_cpu_devices_memory_in_place():
+    """On a CPU OpenCL device (PoCL) device memory is host memory: NumPy's work on device operands
+    reads it where it is (nothing downloaded, nothing booked), with NumPy's answers."""
+    _pocl_or_skip()
+    host = numpy.random.default_rng(0).standard_normal((300, 300))
+    with npgpu.enable("opencl", threshold=0):
+        d = npgpu.asarray(host)
+        if not d._backend.host_backed:
+            pytest.skip("not a device that computes in host memory")
+        npgpu.report(reset=True)
+        q, r = numpy.linalg.qr(d)  # (LAPACK: NumPy's, README "OpenCL: functions that run in NumPy")
+        totals = npgpu.report().as_dict()["totals"]
+    want_q, want_r = numpy.linalg.qr(host)
+    numpy.testing.assert_array_equal(npgpu.asnumpy(q), want_q)
+    numpy.testing.assert_array_equal(npgpu.asnumpy(r), want_r)
+    assert totals["bytes_to_host"] == 0 and totals["fallback"] == 1
+
+
+def test_host_results_never_alias_device_memory():
+    """NumPy returns views of its operands (transpose, an operand as it is): a host result made
+    from device memory in place is copied, so later device writes don't show through it."""
+    _pocl_or_skip()
+    from npgpu import _fallback
+
+    with npgpu.enable("opencl", threshold=0):
+        d = npgpu.asarray(numpy.arange(12.0).reshape(3, 4))
+        if not d._backend.host_backed:
+            pytest.skip("not a device that computes in host memory")
+        view = _fallback.run_on_host("transpose", numpy.transpose, (d,), {}, [], record=None)
+        same = _fallback.run_on_host("asarray", numpy.asarray, (d,), {}, [], record=None)
+        d += 100
+        npgpu.sync()
+    numpy.testing.assert_array_equal(view, numpy.arange(12.0).reshape(3, 4).T)
+    numpy.testing.assert_array_equal(same, numpy.arange(12.0).reshape(3, 4))

@@ -102,6 +102,12 @@ class Backend:
     def sync(self) -> None:
         """Block until all queued device work has finished."""
 
+    def host_view(self, native: Any) -> numpy.ndarray | None:
+        """A native array's own memory as an ndarray the host can read in place, once the device's
+        work on it has finished (devices that compute in host memory), or None: a copy is needed.
+        For host work on device operands only; what the user gets is always a copy."""
+        return None
+
     def shares_memory(self, a: Any, b: Any) -> bool:
         raise NotImplementedError
 

@@ -130,6 +130,15 @@ class Memory(Backend):
             self._raise_fault(exc, "a download")
         return self.to_host(self.copy(a))
 
+    def host_view(self, native: CLArray) -> numpy.ndarray | None:
+        """On a CPU device the buffer is host memory (``host_backed``): the array itself, no copy
+        (the view holds the buffer, so its memory is not recycled while the view lives)."""
+        if not self.host_backed or native.size == 0:
+            return None
+        self.sync()  # (the queue's work on it done)
+        memory = native.data.get_host_array((native.data.size,), numpy.uint8)
+        return numpy.ndarray(native.shape, native.dtype, buffer=memory, offset=native.offset, strides=native.strides)
+
     def write(self, native: CLArray, host: numpy.ndarray) -> None:
         """Overwrite ``native`` with ``host``'s values: a contiguous one with one copy and no kernel
         (a fallback writes its result back this way also where kernels can't be built)."""
