@@ -48,6 +48,17 @@ def test_integer_division_and_overflow(xp, dtype):
     return a // b, a % b, big + xp.ones(3, dtype=dtype), a << 1, a >> 1, a & b, a | b
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+@differential(rtol=0.0, on_fallback="raise")
+def test_absolute_of_the_most_negative_integer_fused_with_division(xp, dtype):
+    """abs(INT_MIN) is INT_MIN in NumPy; fused with % and // it must stay negative (NVIDIA's OpenCL
+    compiler took a select-form absolute for non-negative: abs(INT_MIN) % 7 gave 2, NumPy's 5)."""
+    info = numpy.iinfo(dtype)
+    x = xp.asarray(numpy.array([info.min, info.min + 1, -7, -5, 0, 3, info.max], dtype=dtype))
+    k = xp.asarray(numpy.array([7], dtype=dtype))
+    return [xp.abs(x) % 7, xp.abs(x) // 7, xp.abs(x) % k, xp.abs(x) // k, xp.abs(x) < 0]
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @differential()
 def test_transcendental(xp, dtype):

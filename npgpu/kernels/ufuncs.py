@@ -265,6 +265,13 @@ _HELPERS: dict[str, str] = {
 }
 
 
+#: absolute of a signed integer, NumPy's (INT_MIN stays INT_MIN) as a product by +-1 in unsigned
+#: arithmetic: NVIDIA's OpenCL compiler takes a select form (x < 0 ? -x : x, also as bit tricks, the
+#: builtin abs or through a volatile) for non-negative and turned abs(INT_MIN) % 7 into an unsigned
+#: remainder (2, NumPy's 5: GPU runs 12-13, 2026-12-01); the product survives there and on PoCL
+_SIGNED_ABSOLUTE = "(({T})(({U}){0} * ({0} < 0 ? ~({U})0 : ({U})1)))"
+
+
 def _h(helper: str, args: str = "{0}, {1}") -> str:
     return "@" + helper + "(" + args + ")"
 
@@ -426,7 +433,7 @@ _ENTRIES = (
     UfuncFacts("reciprocal", {"f": "(({T})1 / {0})", "c": "@crecip({0})"}, vectorizes=True,
                errors={"f": {DIVIDE: "({0} == 0)", OVER: "(isinf({r}) && isfinite({0}) && {0} != 0)"},
                        "c": _flags("crecip", 1)}),
-    UfuncFacts("absolute", {"b": "({0})", "i": "({0} < 0 ? ({T})(({U})0 - ({U}){0}) : {0})", "u": "({0})",
+    UfuncFacts("absolute", {"b": "({0})", "i": _SIGNED_ABSOLUTE, "u": "({0})",
                             "f": "fabs({0})", "c": "hypot({0}.re, {0}.im)"}, exact=True, propagates_nonfinite=_FIRST,
                vectorizes=True),  # (NumPy's complex abs raises no overflow: npy_cabs)
     _math("fabs", "fabs", exact=True, propagates_nonfinite=_FIRST),

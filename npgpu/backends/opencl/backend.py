@@ -35,11 +35,6 @@ from .shaping import Shaping
 from .sorting import HOST_ON_CPU as _SORTS_ON_CPU
 from .sorting import Sorting
 
-#: bincount and histogram: their atomic counting kernel miscounted one int32 value on NVIDIA's
-#: OpenCL (GPU run, 2026-12-01: a 5 counted as a 2; right on PoCL); NumPy counts on every OpenCL
-#: device until that is understood (tests/test_opencl_sorting.py still runs the kernel)
-_COUNTS_ON_HOST = frozenset({numpy.bincount, numpy.histogram})
-
 # Queued commands must finish before the interpreter frees the host memory and buffers they use:
 # a process that exited with a fill still running on PoCL crashed (SIGSEGV) after its last line.
 _LIVE_BACKENDS: weakref.WeakSet[OpenCLBackend] = weakref.WeakSet()
@@ -153,8 +148,6 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         512: 138 ms vs 3.2 (the local-memory tiled kernel suits GPUs; OpenBLAS wins on a CPU).
         Placement keeps such calls on the host when their inputs are there.
         """
-        if func in _COUNTS_ON_HOST:
-            return True
         return self.is_cpu and (func in _HOST_ON_CPU or func in _SORTS_ON_CPU)
 
     supports_function = routing.supports_function
