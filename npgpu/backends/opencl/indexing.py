@@ -38,6 +38,10 @@ def _gather_source(unit: int) -> codegen.KernelSource:
     return codegen.KernelSource(_GATHER_SRC.format(unit=_UNITS[unit]), "npg_gather", "opencl", (), False)
 
 
+#: the largest assignment of a scalar a CPU device's memory takes in place rather than by a kernel
+_HOST_FILL_ELEMENTS = 64
+
+
 class Indexing(Backend):
     """a[key] and a[key] = value: basic keys as views, boolean masks by gather and scatter."""
 
@@ -64,7 +68,13 @@ class Indexing(Backend):
                 raise ValueError(f"could not broadcast input array from shape {value.shape} into shape {dst.shape}")
             self.copy_into(dst, value)
         else:
-            self.fill(dst, value)
+            # a CPU device's memory is host memory: a few elements are NumPy's assignment in place,
+            # no kernel (PoCL: 20-40 us instead of 130-230 for a launch)
+            view = self.host_view(dst) if self.host_backed and 0 < dst.size <= _HOST_FILL_ELEMENTS else None
+            if view is not None:
+                view[...] = value
+            else:
+                self.fill(dst, value)
 
     def _view(self, a: CLArray, key: Any) -> CLArray:
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)

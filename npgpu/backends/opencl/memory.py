@@ -99,7 +99,10 @@ class Memory(Backend):
         # (numpy.ascontiguousarray would turn a 0-d array into a 1-d one)
         host = array if array.flags.c_contiguous else numpy.ascontiguousarray(array).reshape(array.shape)
         out = self.empty(host.shape, host.dtype)
-        if host.size:
+        if host.size and self.host_backed:
+            # (a new buffer's host memory, which no queued command uses: copied in place, no round trip)
+            out.data.get_host_array((out.data.size,), numpy.uint8)[:host.nbytes] = host.reshape(-1).view(numpy.uint8)
+        elif host.size:
             # The caller's own memory is copied before this returns: a copy still queued would read
             # whatever the caller writes there next (NumPy's asarray copies at once). A private
             # contiguous copy can go on in the background.
@@ -113,6 +116,11 @@ class Memory(Backend):
         a = native
         result = numpy.empty(a.shape, a.dtype)
         if a.size == 0:
+            return result
+        if self.host_backed:  # (the device's memory is host memory: copied from where it is)
+            view = self.host_view(a)
+            assert view is not None
+            result[...] = view
             return result
         cl = self._cl
         try:
@@ -135,7 +143,10 @@ class Memory(Backend):
         (the view holds the buffer, so its memory is not recycled while the view lives)."""
         if not self.host_backed or native.size == 0:
             return None
-        self.sync()  # (the queue's work on it done)
+        try:
+            self.queue.finish()  # (the queue's work on it done)
+        except self._cl.Error as exc:
+            self._raise_fault(exc, "waiting for the device")
         memory = native.data.get_host_array((native.data.size,), numpy.uint8)
         return numpy.ndarray(native.shape, native.dtype, buffer=memory, offset=native.offset, strides=native.strides)
 
@@ -146,7 +157,11 @@ class Memory(Backend):
             super().write(native, host)
             return
         src = numpy.ascontiguousarray(host)
-        if src.size:
+        if src.size and self.host_backed:
+            view = self.host_view(native)  # (after the queued work that reads or writes it)
+            assert view is not None
+            view[...] = src
+        elif src.size:
             try:
                 self._cl.enqueue_copy(self.queue, native.data, src, dst_offset=native.offset, is_blocking=True)
             except self._cl.Error as exc:
