@@ -291,10 +291,43 @@ def _run_outermost(select: Any, owner: int | None = None, too_large: set[int] | 
         del outermost
 
 
+def _reads_shared(root: Any, test: Any, known: dict[int, bool]) -> bool:
+    """``_reads`` with each array's answer remembered in ``known`` (by id, for arrays alive through
+    the caller): the pending arrays of one statement are operands of one another (``a + b + c``
+    keeps ``a + b`` pending inside ``(a + b) + c``), and walking each graph again made every write
+    quadratic in the statement's length. An answer can only turn False once operands are computed
+    (their new buffers are fresh memory), so a remembered True at most runs a graph early."""
+    found = known.get(id(root))
+    if found is not None:
+        return found
+    stack = [(root, False)]
+    while stack:
+        x, expanded = stack.pop()
+        key = id(x)
+        if key in known:
+            continue
+        pending = x._pending
+        if pending is None:
+            known[key] = bool(test(x._device_data))
+            continue
+        operands = [o for o in pending.operands if not isinstance(o, ScalarArg)]
+        if expanded:
+            known[key] = any(known.get(id(o), True) for o in operands)
+        else:
+            stack.append((x, True))
+            stack.extend((o, False) for o in operands if id(o) not in known)
+    return known[id(root)]
+
+
 def before_write(backend: Any, native: Any, skip: Any = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it."""
+    known: dict[int, bool] = {}
+
+    def test(data: Any) -> bool:
+        return backend.shares_memory(data, native)
+
     _run_outermost(lambda array: array is not skip and array._pending is not None and array._backend is backend
-                   and reads_buffer(array, backend, native))
+                   and _reads_shared(array, test, known))
 
 
 def _operands(array: Any) -> tuple[Any, ...]:
