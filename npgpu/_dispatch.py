@@ -97,10 +97,11 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if not devices and func in _ops.CONSTRUCTORS:
         return _construct(func, args, kwargs, backend, state)
     if backend.prefers_host(func):
-        return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices))
+        return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices),
+                                  _rule(backend, _placement.FASTER_ON_HOST, devices, hosts))
     if not devices:
         if not _offload_host_call(func, args, kwargs, hosts, backend, state):
-            _report.record(func, "host")
+            _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
             return func(*args, **kwargs)
     if devices and _lazy.pending_count():
         if func in _ops.REDUCTIONS:
@@ -122,7 +123,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         if mutated:  # (part of the write may have happened: no second try on the host)
             raise
         return fallback(func, func, args, kwargs, mutated, state, reason=fault.reason)
-    _report.record(func, "device")
+    _report.record(func, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices else
+                                           _placement.ABOVE_THRESHOLD, devices, hosts))
     out = kwargs.get("out")
     if isinstance(out, DeviceArray):
         return out
@@ -235,11 +237,19 @@ def _on_named_device(func: Callable[..., Any], args: tuple[Any, ...], kwargs: di
         return function(func, args, rest)
 
 
+def _rule(backend: Any, rule: str, devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> dict[str, Any]:
+    """The report's arguments for a call placed by ``rule`` (_report.record's ``rule``, ``other_s``)."""
+    device_bytes = sum(d.nbytes for d in devices)
+    host_bytes = sum(h.nbytes for h in hosts)
+    return {"rule": rule, "other_s": _placement.other_choice_s(backend, rule, device_bytes, host_bytes)}
+
+
 def _on_host_by_choice(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                       mutated: list[DeviceArray], state: _config.State, had_devices: bool) -> Any:
+                       mutated: list[DeviceArray], state: _config.State, had_devices: bool,
+                       rule: dict[str, Any] | None = None) -> Any:
     """Work the device does slower than NumPy (matmul on a CPU OpenCL device): a placement choice,
     counted as host work; a large result of device inputs goes back to the device."""
-    result = run_on_host(key, call, args, kwargs, mutated, record="host")
+    result = run_on_host(key, call, args, kwargs, mutated, record="host", rule=rule)
     return place_result(result, state, args) if had_devices else result
 
 
@@ -584,12 +594,13 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     if not devices and not out_devices:
         limit = _placement.upload_threshold_bytes(state)
         if sum(a.nbytes for a in hosts) < limit or not hosts:
-            _report.record(uf, "host")
+            _report.record(uf, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
             return call(*inputs, **kwargs)
     if out_hosts:
         return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
     if backend.prefers_host(uf):
-        return _on_host_by_choice(uf, call, inputs, kwargs, mutated, state, bool(devices or out_devices))
+        return _on_host_by_choice(uf, call, inputs, kwargs, mutated, state, bool(devices or out_devices),
+                                  _rule(backend, _placement.FASTER_ON_HOST, devices, hosts))
     loop: tuple[numpy.dtype, ...] = ()
     if method == "__call__":
         try:
@@ -625,7 +636,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = backend.call_ufunc(uf, method, ninputs, options, loop or None)
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
-    _report.record(uf, "device")
+    _report.record(uf, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices or out_devices else
+                                         _placement.ABOVE_THRESHOLD, devices + out_devices, hosts))
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)

@@ -28,10 +28,11 @@ def _restore(result: Any, copies: dict[int, tuple[DeviceArray, numpy.ndarray]]) 
 
 
 def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                mutated: list[DeviceArray], *, record: str | None) -> Any:
-    """Run ``call`` in NumPy on host copies of any device operands, writing back what it mutates."""
+                mutated: list[DeviceArray], *, record: str | None, rule: dict[str, Any] | None = None) -> Any:
+    """Run ``call`` in NumPy on host copies of any device operands, writing back what it mutates
+    (``rule``: the placement rule's report arguments, _dispatch._rule)."""
     if record is not None:
-        _report.record(key, record)
+        _report.record(key, record, **(rule or {}))
     copies: dict[int, tuple[DeviceArray, numpy.ndarray]] = {}
     # operands NumPy only reads may be the device's memory itself (host_operand); what it
     # writes (out=, in-place) is a copy written back below, after the pending work that reads it

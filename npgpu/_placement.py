@@ -9,8 +9,29 @@ is: npgpu/_ops.py, CREATIONS.)
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._config import State
+from ._report import ABOVE_THRESHOLD, BELOW_THRESHOLD, DEVICE_OPERANDS, FASTER_ON_HOST, RECORDED, RULES
 from .backends.costs import USES
+
+__all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "RECORDED", "RULES",
+           "describe", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
+
+def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) -> float | None:
+    """What the call would have cost placed the other way, in seconds, by the backend's measured
+    costs (None where none were measured): a device call in NumPy is a download of its device
+    operands and NumPy's pass over the bytes; a host call on the device is an upload of its host
+    operands and one launch. ``device_bytes``/``host_bytes``: the operands' bytes on each side."""
+    costs = backend.costs
+    if costs is None:
+        return None
+    nbytes = device_bytes + host_bytes
+    if rule in (DEVICE_OPERANDS, ABOVE_THRESHOLD):
+        moved = costs.upload_time_s(device_bytes) if device_bytes else 0.0  # (the link's rate both ways)
+        return moved + costs.host_op_s(nbytes)
+    moved = costs.upload_time_s(host_bytes) if host_bytes else 0.0
+    return moved + costs.device_op_s(nbytes)
 
 
 def threshold_bytes(state: State) -> int:

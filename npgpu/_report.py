@@ -65,11 +65,36 @@ def _name(func: Any) -> str:
     return name
 
 
-def record(func: Any, where: str, *, reason: str | None = None) -> None:
-    """Count one call of ``func`` that ran on the "device", on the "host" or as a "fallback"."""
-    key = (func, call_site(), where, reason)
+def record(func: Any, where: str, *, reason: str | None = None, rule: str | None = None,
+           other_s: float | None = None) -> None:
+    """Count one call of ``func`` that ran on the "device", on the "host" or as a "fallback";
+    ``rule``: the placement rule that put it there (npgpu/_placement.py), ``other_s`` the
+    estimated seconds of the other choice."""
+    site = call_site()
+    key = (func, site, where, reason)
     with _lock:
         _calls[key] = _calls.get(key, 0) + 1
+        if rule is not None:
+            cell = _rules.get((site, where, rule))
+            if cell is None:
+                cell = _rules[(site, where, rule)] = [0, 0.0, 0]
+            cell[0] += 1
+            if other_s is not None:
+                cell[1] += other_s
+                cell[2] += 1
+
+
+#: the rules that place a call, as the report names them (npgpu/_placement.py applies them): per call
+#: site, how many calls each rule placed and what the other choice would have cost by the measured costs
+DEVICE_OPERANDS = "its operands are on the device"
+ABOVE_THRESHOLD = "host data at least the upload threshold: moved to the device"
+BELOW_THRESHOLD = "host data below the upload threshold: stays in NumPy"
+FASTER_ON_HOST = "the backend runs it slower than NumPy (measured): NumPy runs it"
+#: counted on the hot paths (the C operators, the recorder, basic indexing), which know no bytes
+RECORDED = "elementwise work or a view of device arrays, recorded where it was called (no estimate)"
+RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED)
+#: (call site, where, placement rule) -> [calls, estimated seconds of the other choice, calls estimated]
+_rules: dict[tuple[tuple[str, int], str, str], list[Any]] = {}
 
 
 # Calls on the hot paths (small host calls, recorded elementwise calls) are counted by each thread
@@ -201,10 +226,13 @@ class Report:
     """A snapshot of the counters; ``print()`` it for a table, ``.as_dict()`` for machines."""
 
     def __init__(self, functions: dict[str, Counts], sites: dict[str, Counts], kernels: dict[str, float],
-                 placement: str | None = None) -> None:
+                 placement: str | None = None, rules: dict[str, dict[str, dict[str, Any]]] | None = None) -> None:
         self.functions = functions
         self.sites = sites
         self.kernels = kernels
+        #: per call site, per "where: rule": calls and the other choice's estimated milliseconds
+        #: (None where no costs were measured) for calls the dispatcher placed one by one
+        self.rules = rules or {}
         #: where placement moves host data in the settings in force (npgpu/_placement.describe)
         self.placement = placement
 
@@ -221,7 +249,23 @@ class Report:
             "kernels": dict(self.kernels),
             "totals": asdict(self.totals()),
             "placement": self.placement,
+            "placement_rules": {site: dict(rules) for site, rules in self.rules.items()},
         }
+
+    def _rules_table(self, limit: int = 30) -> list[str]:
+        head = f"{'call site':<44} {'ran':<7} {'calls':>7} {'other ms':>9}  rule"
+        lines = [head, "-" * len(head)]
+        rows = [(site, rule, cell) for site, rules in self.rules.items() for rule, cell in rules.items()]
+        rows.sort(key=lambda r: -r[2]["calls"])
+        for site, rule, cell in rows[:limit]:
+            where, why = rule.split(": ", 1)
+            label = site if len(site) <= 44 else "..." + site[-41:]
+            other = cell["other_choice_ms"]
+            lines.append(f"{label:<44} {where:<7} {cell['calls']:>7} {'' if other is None else f'{other:9.2f}':>9}  "
+                         f"{why}")
+        if len(rows) > limit:
+            lines.append(f"... {len(rows) - limit} more")
+        return lines
 
     @staticmethod
     def _table(title: str, rows: dict[str, Counts], limit: int = 40) -> list[str]:
@@ -268,6 +312,9 @@ class Report:
             lines.append(SMALL_CALLS_NOTE)
         if self.placement:
             lines.append(self.placement)
+        if self.rules:
+            lines += ["", "why (calls placed one by one: the rule that placed them; other ms: what the other "
+                      "choice would have cost by the measured costs)"] + self._rules_table()
         if self.kernels:
             lines += ["", "kernels: " + ", ".join(f"{k}={v:g}" for k, v in sorted(self.kernels.items()))]
         return "\n".join(lines)
@@ -279,13 +326,25 @@ def report(reset: bool = False) -> Report:
     """What ran where since the last reset: per function, per call site, bytes moved, fusion."""
     with _lock:
         functions, sites = _aggregate()
-        snapshot = Report(functions, sites, dict(_kernels))
+        rules: dict[str, dict[str, dict[str, Any]]] = {}
+        for ((filename, line), where, rule), (n, seconds, estimated) in _rules.items():
+            rules.setdefault(_site(filename, line), {})[f"{where}: {rule}"] = {
+                "calls": n, "other_choice_ms": seconds * 1e3 if estimated else None}
+        for table in _fast_tables:
+            for (_, code_id, offset, where), n in list(table.items()):
+                if where == "device":
+                    code = _objects[code_id]
+                    cell = rules.setdefault(_site(code.co_filename, _line(code, offset)), {}).setdefault(
+                        f"device: {RECORDED}", {"calls": 0, "other_choice_ms": None})
+                    cell["calls"] += n
+        snapshot = Report(functions, sites, dict(_kernels), rules=rules)
         if reset:
             for table in _fast_tables:
                 table.clear()
             for _, cell in _host_counters:
                 cell[0] = 0
             _calls.clear()
+            _rules.clear()
             _moves.clear()
             _kernels.clear()
     return snapshot

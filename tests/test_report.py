@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy
+import pytest
 
 import npgpu
 
@@ -46,3 +47,40 @@ def _line_of(text: str) -> int:
             if text in line and "_line_of" not in line:
                 return number
     raise AssertionError(text)
+
+
+def test_report_says_per_call_site_which_rule_placed_a_call_and_the_other_choices_cost():
+    """#14: npgpu.report() names, per call site, the placement rule behind its calls and, from the
+    measured costs, what the other choice would have cost."""
+    from npgpu import _placement
+    from npgpu.backends import unavailable_reason
+
+    if unavailable_reason("opencl") is not None:
+        pytest.skip(unavailable_reason("opencl"))
+    host = numpy.random.default_rng(0).random(300_000)
+    npgpu.report(reset=True)
+    with npgpu.enable("opencl", threshold=0):
+        d = npgpu.asarray(host)
+        for _ in range(2):
+            numpy.testing.assert_array_equal(npgpu.asnumpy(numpy.cumsum(d)), numpy.cumsum(host))  # device
+            numpy.testing.assert_array_equal(npgpu.asnumpy(numpy.sort(d)), numpy.sort(host))
+        cpu = d._backend.is_cpu
+    rules = {rule: cell for site, by_rule in npgpu.report().as_dict()["placement_rules"].items()
+             if site.endswith("test_report.py:" + str(_line_of("numpy.cumsum(d)"))) or
+             site.endswith("test_report.py:" + str(_line_of("numpy.sort(d)"))) for rule, cell in by_rule.items()}
+    device = rules[f"device: {_placement.DEVICE_OPERANDS}"]
+    assert device["calls"] == 2 and device["other_choice_ms"] > 0  # (a download and NumPy's pass)
+    if cpu:  # (PoCL sorts in NumPy by choice: the device's radix sort measured 10-80x slower)
+        host_choice = rules[f"host: {_placement.FASTER_ON_HOST}"]
+        assert host_choice["calls"] == 2 and host_choice["other_choice_ms"] > 0
+    text = str(npgpu.report())
+    assert "why (calls placed one by one" in text and _placement.DEVICE_OPERANDS in text
+
+
+def _line_of(snippet: str) -> int:
+    """The line of this file where ``snippet`` first appears (a call site the report names)."""
+    with open(__file__) as source:
+        for number, line in enumerate(source, 1):
+            if snippet in line and "_line_of" not in line:
+                return number
+    raise AssertionError(snippet)
