@@ -157,14 +157,18 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
         return NotImplemented
     result = backend.basic_view(native, key)
     _report.count(_GETITEM, "device", frame)
-    return wrap(result, backend, _GETITEM, not _keeps_dimensions(key), [array])
+    # (_keeps_dimensions for a basic key, whose items compare with Ellipsis safely: `in`, no generator)
+    keeps = key is Ellipsis or (type(key) is tuple and Ellipsis in key)
+    return wrap(result, backend, _GETITEM, not keeps, [array])
 
 
 def _basic_key(key: Any) -> bool:
     for k in key if type(key) is tuple else (key,):
         t = type(k)
-        if t is slice:
-            if not all(b is None or type(b) is int for b in (k.start, k.stop, k.step)):
+        if t is slice:  # (no generator: this runs for every index of a loop body)
+            start, stop, step = k.start, k.stop, k.step
+            if ((start is not None and type(start) is not int) or (stop is not None and type(stop) is not int)
+                    or (step is not None and type(step) is not int)):
                 return False
         elif t not in _BASIC_INDEX_TYPES:
             return False
