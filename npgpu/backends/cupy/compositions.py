@@ -306,6 +306,7 @@ class Compositions:
                 a, v, inverted = v, a, True
             if dt.kind == "c":
                 v = self.apply_ufunc(numpy.conjugate, v)
+        v = xp.ascontiguousarray(v)  # (the reversed kernel as a plain vector for the matmul)
         n, m = a.size, v.size
         left, right = {"valid": (0, 0), "same": (m // 2, m - 1 - m // 2), "full": (m - 1, m - 1)}[mode]
         padded = xp.zeros(n + left + right, dt)
