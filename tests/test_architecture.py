@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     # backends: the registry, the contract, the implementations (they see kernels, never the core)
     ("npgpu.backends.costs", "npgpu.backends.base", "npgpu.backends.random_kernels", "npgpu.backends",
      "npgpu.backends.numpy_backend", "npgpu.backends.emulated", "npgpu.backends.cupy",
-     *(f"npgpu.backends.cupy.{m}" for m in ("array_module", "staging", "kernels", "backend")),
+     *(f"npgpu.backends.cupy.{m}" for m in ("compositions", "array_module", "staging", "kernels", "backend")),
      "npgpu.backends.opencl",
      *(f"npgpu.backends.opencl.{m}" for m in ("array", "routing", "device", "memory", "launch", "elementwise",
                                               "creation", "reductions", "movement", "indexing", "linalg", "gather",

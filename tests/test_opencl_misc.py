@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from npgpu._harness import differential
+from npgpu._harness import check, differential
 
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOATS = ["float32", "float64"]
@@ -484,3 +484,48 @@ def test_angle_iscomplex_isreal_of_real_arrays(xp, dtype):
     scalar = xp.asarray(numpy.array(3, dtype))
     return (xp.angle(a), xp.angle(a, deg=True), xp.iscomplex(a), xp.isreal(a), xp.iscomplex(scalar),
             xp.isreal(scalar), xp.angle(a[::2].reshape(3, 1)))
+
+
+# -- what the CuPy backend composes from NumPy's definitions beyond the cases above: on the device
+# there (CuPy and emulated); on OpenCL mixed sequences and complex products run in NumPy, counted ------
+
+def _array_of_device_arrays_and_numbers(xp):
+    d = xp.asarray(numpy.array(2.5, "float32"))
+    v = xp.asarray(numpy.arange(3, dtype="int8"))
+    with pytest.raises(ValueError):
+        xp.array([v, 1.5])  # (inhomogeneous)
+    with pytest.raises(ValueError):
+        xp.asarray([v, [1, 2, 3]], copy=False)
+    return (xp.array([d, 2.0]), xp.array([v, [1, 2, 3]]), xp.asarray((d, 3, d), dtype="float64"),
+            xp.array([[v], [v]], order="F", ndmin=4), xp.array([v, v], dtype="uint8"), xp.asarray([d, True]))
+
+
+def _complex_products_and_correlations(xp, dtype):
+    z = xp.asarray((_values("float64", (2, 4)) + 1j * _values("float64", (2, 4), seed=1)).astype(dtype))
+    long = xp.asarray((_values("float64", (11,), seed=2) - 2j).astype(dtype))
+    return (xp.vecdot(z, z[::-1]), xp.matvec(z, z[0]), xp.vecmat(z[1], z.T), xp.convolve(z[0], long),
+            xp.correlate(z[1], long, "same"), xp.correlate(long, z[0], "full"), xp.correlate(long, z[1], 0))
+
+
+def test_array_of_device_arrays_and_numbers(device_backend):
+    check(_array_of_device_arrays_and_numbers, device_backend,
+          on_fallback="ignore" if device_backend == "opencl" else "raise")
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_complex_products_and_correlations(device_backend, dtype):
+    check(_complex_products_and_correlations, device_backend, kwargs={"dtype": dtype},
+          on_fallback="ignore" if device_backend == "opencl" else "raise")
+
+
+@on_device
+def test_take_put_modes_and_repeated_positions(xp):
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    b = xp.asarray(numpy.zeros(6))
+    xp.put(b, [1, 1, 5, 1, -1], xp.asarray(numpy.array([10.0, 20.0])))  # (the last of repeated positions wins)
+    with pytest.raises(IndexError):
+        xp.take_along_axis(a, xp.asarray(numpy.array([[4]])), axis=1)
+    with pytest.raises(IndexError):
+        xp.put(b, xp.asarray(numpy.array([-7])), 0.0)
+    return (b, xp.take(a, [-20, 15, 3], mode="wrap"), xp.take(a, [[-20, 15]], axis=1, mode="clip"),
+            xp.take(a, -1, axis=0), xp.pad(a[0, :3], (7, 11), "wrap"))

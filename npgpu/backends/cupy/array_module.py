@@ -16,6 +16,7 @@ from ... import _fperr, _ops
 from ...kernels import ir
 from ...kernels import ufuncs as _table
 from ..base import Backend, dtype_argument, native_numeric
+from .compositions import PRODUCT_GUFUNCS, Compositions, numeric_sequence
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
 # Checked against numpy.testing.overrides in tests/test_registry.py; a name missing from the
@@ -90,7 +91,23 @@ def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-class ArrayModuleBackend(Backend):
+#: NumPy functions whose definitions Compositions writes over the module's primitives (CuPy's
+#: answer otherwise): NumPy function name -> (method, the keywords it takes)
+_COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("take", "take", ("a", "indices", "axis", "out", "mode")), ("put", "put", ("a", "ind", "v", "mode")),
+    ("take_along_axis", "take_along_axis", ("arr", "indices", "axis")),
+    ("array", "array", ("dtype", "copy", "order", "subok", "ndmin")),
+    ("asarray", "asarray", ("a", "dtype", "order", "copy")), ("asanyarray", "asarray", ("a", "dtype", "order", "copy")),
+    ("tri", "tri", ("N", "M", "k", "dtype")), ("convolve", "convolve", ("a", "v", "mode")),
+    ("correlate", "correlate", ("a", "v", "mode")),
+    ("nanvar", "nanvar", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
+    ("nanstd", "nanstd", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
+    ("nanargmax", "nanargmax", ("a", "axis", "out", "keepdims")),
+    ("nanargmin", "nanargmin", ("a", "axis", "out", "keepdims")), ("angle", "angle", ("z", "deg")),
+)
+
+
+class ArrayModuleBackend(Compositions, Backend):
     """A backend whose native arrays come from an array module with NumPy's API (CuPy)."""
 
     xp: Any = None
@@ -118,6 +135,12 @@ class ArrayModuleBackend(Backend):
                                     (numpy.outer, self._outer, ("out",))):
             if np_func in functions:
                 functions[np_func], keywords[np_func] = own, frozenset(names)
+        for name, method, names in _COMPOSED:  # (Compositions: NumPy's answers where CuPy's differ)
+            np_func = getattr(numpy, name)
+            if np_func in functions:
+                functions[np_func], keywords[np_func] = getattr(self, method), frozenset(names)
+        if numpy.pad in functions:
+            functions[numpy.pad] = self.pad  # (its mode's keywords: pad's **kwargs, checked as CuPy's)
         self.functions = functions
         self._keywords = keywords
         self.creation = frozenset(getattr(numpy, n) for n in CREATION_FUNCTIONS if getattr(numpy, n) in functions)
@@ -155,6 +178,8 @@ class ArrayModuleBackend(Backend):
     ) -> bool:
         if not self.supports_dtypes(dtypes):
             return False
+        if method == "__call__" and ufunc in PRODUCT_GUFUNCS:  # (Compositions.product_gufunc)
+            return set(kwargs) <= {"out"} and all(isinstance(d, numpy.dtype) and d.kind in "biufc" for d in dtypes)
         name = ufunc.__name__
         xp_ufunc = getattr(self.xp, name, None)
         if xp_ufunc is None:
@@ -201,6 +226,10 @@ class ArrayModuleBackend(Backend):
         if method == "__call__":
             if ufunc is numpy.power and len(inputs) == 2:
                 self._check_int_power(*inputs)
+            if ufunc in PRODUCT_GUFUNCS:
+                return self.product_gufunc(ufunc, inputs, loop, kwargs.get("out"))
+            if ufunc is numpy.frexp and not kwargs and self.is_native(inputs[0]) and inputs[0].dtype == numpy.float32:
+                return self.frexp_float32(inputs[0])
             return getattr(xp, name)(*inputs, **kwargs)
         if method in ("reduce", "accumulate"):
             kwargs = dict(kwargs)
@@ -296,6 +325,12 @@ class ArrayModuleBackend(Backend):
             return False
         if func is numpy.ndarray.view and _views_as_class(args, kwargs):
             return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
+        if func in (numpy.array, numpy.asarray, numpy.asanyarray) and args and isinstance(args[0], (list, tuple)) \
+                and not numeric_sequence(args[0]):
+            return False  # (a sequence of other objects: NumPy's)
+        if func is numpy.tri and not all(hasattr(type(n), "__index__") for n in (*args[:2], kwargs.get("N"),
+                                                                                kwargs.get("M")) if n is not None):
+            return False  # a non-integer N or M (NumPy 2.5 deprecates them): NumPy's
         accepted = self._keywords[func]
         if accepted is not None:
             return accepted.issuperset(kwargs)

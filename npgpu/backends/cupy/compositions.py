@@ -1,0 +1,420 @@
+"""NumPy's definitions of functions whose CuPy versions answer otherwise, written over the array
+module's primitives (mixin Compositions of ArrayModuleBackend: CuPy's and the emulated backend's).
+
+Each says in its docstring where CuPy differs. Checks that need values read one small reduction back.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from typing import Any
+
+import numpy
+from numpy.lib.array_utils import normalize_axis_index
+
+from ...kernels import ir
+
+#: NumPy's product gufuncs (NumPy 2.2+; CuPy has none), and their operands' core dimensions
+PRODUCT_GUFUNCS = {getattr(numpy, n): dims for n, dims in (("vecdot", (1, 1)), ("matvec", (2, 1)),
+                                                             ("vecmat", (1, 2))) if hasattr(numpy, n)}
+_CLIP_MODES = ("clip", "raise", "wrap")
+#: above this many index-times-position pairs put skips the step that makes the last of repeated
+#: positions win (the sort key would overflow int64)
+_PUT_KEY_LIMIT = 1 << 62
+#: rows of correlation windows multiplied at once (bounds the windows' copy: rows x taps elements)
+_WINDOW_ELEMENTS = 1 << 24
+
+
+def _tri_deprecates_non_integers() -> bool:
+    """Whether the installed NumPy's tri warns for a non-integer N, M or k (NumPy 2.5 deprecates them)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        numpy.tri(1, 1, 0.5)
+    return any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+_TRI_WARNS = _tri_deprecates_non_integers()
+
+
+def _clip_mode(mode: Any) -> str:
+    if mode not in _CLIP_MODES:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    return mode
+
+
+def _cast_error(dtype: numpy.dtype) -> TypeError:
+    return TypeError(f"Cannot cast array data from {dtype!r} to {numpy.dtype(numpy.intp)!r} according to the rule "
+                     "'safe'")
+
+
+def _nested_shape(obj: Any, is_native: Any, leaves: list[Any], depth: int = 0) -> tuple[int, ...]:
+    """The shape NumPy gives a nested list/tuple of device arrays and scalars, its leaves appended
+    to ``leaves`` in C order; NumPy's ValueError for an inhomogeneous nesting."""
+    if is_native(obj):
+        leaves.append(obj)
+        return tuple(obj.shape)
+    if not isinstance(obj, (list, tuple)):
+        leaves.append(obj)
+        return ()
+    shapes = {_nested_shape(x, is_native, leaves, depth + 1) for x in obj}
+    if len(shapes) > 1:
+        raise ValueError("setting an array element with a sequence. The requested array has an inhomogeneous "
+                         f"shape after {depth + 1} dimensions. The detected shape was ({len(obj)},) + "
+                         "inhomogeneous part.")
+    return (len(obj), *(shapes.pop() if shapes else ()))
+
+
+def _leaves(obj: Any) -> Any:
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        else:
+            yield x
+
+
+def _holds_native(obj: Any, is_native: Any) -> bool:
+    return any(is_native(x) for x in _leaves(obj))
+
+
+def numeric_sequence(obj: Any) -> bool:
+    """Whether a list/tuple holds only arrays of numbers (the device's, as the dispatcher asks before
+    it hands over natives) and numbers, nested (Compositions.array takes it)."""
+    return all(type(x) in (int, float, complex, bool) or getattr(getattr(x, "dtype", None), "kind", "O") in "biufc"
+               for x in _leaves(obj))
+
+
+class Compositions:
+    """NumPy's definitions over the array module ``xp``'s primitives (mixed into ArrayModuleBackend)."""
+
+    xp: Any
+    is_native: Any
+    apply_ufunc: Any
+    from_host: Any
+    run_fused: Any
+    _eager_graph: Any
+    _method_astype: Any
+
+    def _read(self, *values: Any) -> list[Any]:
+        """Device scalars (0-d results of reductions) read back in one transfer."""
+        return self.xp.stack(values).tolist()
+
+    # -- take, put, take_along_axis: CuPy wraps out-of-range indices (cupy.take has no mode) ----------
+    def _check_bounds(self, index: Any, size: int, axis: int) -> None:
+        """NumPy's IndexError where an index lies outside ``-size <= i < size`` (one readback)."""
+        if not index.size:
+            return
+        low, high = self._read(index.min(), index.max())
+        if low < -size or high >= size:
+            raise IndexError(f"index {high if high >= size else low} is out of bounds for axis {axis} with size {size}")
+
+    def _index_array(self, indices: Any, casting: str) -> Any:
+        """Integer indices on the device: a device array as NumPy accepts it (``casting`` to intp,
+        else NumPy's TypeError), anything else converted as NumPy converts it (force-cast)."""
+        if self.is_native(indices):
+            if not numpy.can_cast(indices.dtype, numpy.intp, casting):
+                raise _cast_error(indices.dtype)
+            # (as intp, as NumPy takes them: int8 indices + a size of 200 must not overflow)
+            return indices.astype(numpy.intp, copy=False)
+        return self.from_host(numpy.asarray(indices).astype(numpy.intp))
+
+    def _adjusted(self, index: Any, size: int, axis: int, mode: str) -> Any:
+        """Indices in ``range(size)`` by NumPy's ``mode``: raise (checked, negatives counted from the
+        end), wrap (modulo) or clip (negatives to 0)."""
+        if mode == "raise":
+            self._check_bounds(index, size, axis)
+            return self.xp.where(index < 0, index + size, index)
+        if mode == "wrap":
+            return self.xp.remainder(index, size)
+        return self.xp.clip(index, 0, size - 1)
+
+    def take(self, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+        """NumPy's take: IndexError for out-of-range indices (mode 'raise', the default), 'wrap' and
+        'clip' as NumPy's (CuPy's take has no mode and wraps every index)."""
+        mode = _clip_mode(mode)
+        xp = self.xp
+        if axis is None:
+            size, position = a.size, 0
+        else:
+            position = normalize_axis_index(axis, max(a.ndim, 1))
+            size = a.shape[position] if a.ndim else 1
+        scalar = type(indices) in (int, bool) or isinstance(indices, numpy.integer)
+        index = int(indices) if scalar else self._index_array(indices, "same_kind")
+        others = 1 if axis is None or not a.ndim else math.prod(a.shape[:position] + a.shape[position + 1:])
+        if not others * (1 if scalar else index.size):
+            return xp.take(a, index, axis, out)  # (nothing is taken: NumPy checks no index)
+        if size == 0:
+            raise IndexError("cannot do a non-empty take from an empty axes.")
+        if not scalar:
+            return xp.take(a, self._adjusted(index, size, position, mode), axis, out)
+        if mode == "raise" and not -size <= index < size:
+            raise IndexError(f"index {index} is out of bounds for axis {position} with size {size}")
+        return xp.take(a, index % size if mode != "clip" else min(max(index, 0), size - 1), axis, out)
+
+    def put(self, a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+        """NumPy's put: mode 'raise' by default (CuPy's default is 'wrap'), checked before anything is
+        written, and the last of repeated positions wins (CuPy's kernel writes them in any order)."""
+        mode = _clip_mode(mode)
+        xp = self.xp
+        positions = self._index_array(ind, "safe").ravel()  # (NumPy's order of checks and conversions)
+        n, k = a.size, positions.size
+        if k and n == 0:
+            raise IndexError("cannot replace elements of an empty array")
+        values = self._method_astype(v, a.dtype) if self.is_native(v) else self.from_host(numpy.asarray(v, a.dtype))
+        values = values.ravel()
+        if not values.size or not k:
+            return
+        positions = self._adjusted(positions, n, 0, mode).astype(numpy.int64, copy=False)
+        if values.size != k:
+            values = values[xp.arange(k) % values.size] if values.size < k else values[:k]
+        if k > 1 and n * k < _PUT_KEY_LIMIT:
+            keys = xp.sort(positions * k + xp.arange(k))  # (unique keys: position-major, then call order)
+            positions, order = keys // k, keys % k
+            last = xp.concatenate((positions[1:] != positions[:-1], xp.ones(1, bool)))
+            positions, values = positions[last], values[order[last]]
+        if a.ndim == 0:
+            a[...] = values[-1]
+        else:
+            a[xp.unravel_index(positions, a.shape)] = values
+
+    def take_along_axis(self, arr: Any, indices: Any, axis: Any = -1) -> Any:
+        """NumPy's take_along_axis: IndexError for out-of-range indices (CuPy's fancy index wraps them)."""
+        if not self.is_native(indices) or indices.dtype.kind not in "iu":
+            raise IndexError("`indices` must be an integer array")
+        if axis is None:
+            if indices.ndim != 1:
+                raise ValueError("when axis=None, `indices` must have a single dimension.")
+            arr, axis = arr.ravel(), 0
+        if indices.ndim != arr.ndim:
+            raise ValueError("`indices` and `arr` must have the same number of dimensions")
+        axis = normalize_axis_index(axis, arr.ndim)
+        self._check_bounds(indices, arr.shape[axis], axis)
+        return self.xp.take_along_axis(arr, indices, axis)
+
+    # -- array/asarray of sequences holding device arrays ------------------------------------------------
+    def array(self, obj: Any, dtype: Any = None, *, copy: Any = True, order: Any = "K", subok: bool = False,
+              ndmin: int = 0) -> Any:
+        """NumPy's array; of a nested sequence of device arrays and numbers: NumPy's shape (its error
+        for inhomogeneous ones), dtype (as NumPy discovers the leaves' types), casts and copy=False
+        error (CuPy's concatenates only arrays of one shape and ignores copy=False there)."""
+        if not isinstance(obj, (list, tuple)):
+            return self.xp.array(obj, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
+        return self._from_sequence(obj, dtype, copy, order, ndmin)
+
+    def asarray(self, a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None) -> Any:
+        """NumPy's asarray (``array`` for sequences)."""
+        if not isinstance(a, (list, tuple)):
+            return self.xp.asarray(a, dtype, order, copy=copy)
+        return self._from_sequence(a, dtype, copy, order, 0)
+
+    def _from_sequence(self, obj: Any, dtype: Any, copy: Any, order: Any, ndmin: int) -> Any:
+        xp = self.xp
+        if not _holds_native(obj, self.is_native):  # (numbers only: NumPy makes it, uploaded)
+            return self.from_host(numpy.array(obj, dtype, copy=copy, order=order or "K", ndmin=ndmin))
+        leaves: list[Any] = []
+        shape = _nested_shape(obj, self.is_native, leaves)
+        if copy is False:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        if dtype is None:  # (NumPy's discovery: each device array by its dtype, each number by its value)
+            dtype = numpy.array([numpy.zeros((), x.dtype) if self.is_native(x) else x for x in leaves]).dtype \
+                if leaves else numpy.dtype(float)
+        dtype = numpy.dtype(dtype)
+        parts: list[Any] = []
+        numbers: list[Any] = []
+        for x in leaves:
+            if self.is_native(x):
+                if numbers:
+                    parts.append(self.from_host(numpy.array(numbers, dtype)))
+                    numbers = []
+                parts.append(self._method_astype(x, dtype).ravel())
+            else:
+                numbers.append(x)
+        if numbers:
+            parts.append(self.from_host(numpy.array(numbers, dtype)))
+        flat = xp.concatenate(parts) if len(parts) > 1 else parts[0] if parts else xp.empty(0, dtype)
+        shape = (1,) * (ndmin - len(shape)) + shape
+        result = flat.reshape(shape)
+        return xp.asfortranarray(result) if order in ("F", "f") and result.ndim > 1 else result
+
+    # -- tri: NumPy 2.5 deprecates non-integer arguments (CuPy's kernel truncates them to int32) ---------
+    def tri(self, N: Any, M: Any = None, k: Any = 0, dtype: Any = float) -> Any:
+        """NumPy's tri; a non-integer ``k`` as NumPy takes it (its column bounds ``arange(-k, M - k)``
+        in an integer dtype), with NumPy's DeprecationWarning where the installed NumPy gives it."""
+        M = N if M is None else M
+        try:
+            k = operator.index(k)
+        except TypeError:
+            if _TRI_WARNS:
+                warnings.warn(f"Cannot convert {type(k).__name__} safely to an integer.This will raise an error in "
+                              "future versions (Deprecated NumPy 2.5)", DeprecationWarning, stacklevel=5)
+            bounds = self.from_host(numpy.arange(-k, M - k, dtype=numpy.int64))
+            rows = self.xp.arange(N, dtype=numpy.int64)
+            return self._method_astype(self.xp.greater_equal(rows[:, None], bounds[None, :]), numpy.dtype(dtype))
+        return self.xp.tri(N, M, k, dtype)
+
+    # -- pad(mode="wrap"): NumPy's wrap is periodic (strict multiples of the data since NumPy 1.25) ---------
+    def pad(self, array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+        """NumPy's pad; mode 'wrap' as NumPy defines it (the periodic extension of each axis), which
+        CuPy's differs from where a pad is wider than the axis."""
+        if mode != "wrap":
+            return self.xp.pad(array, pad_width, mode, **kwargs)
+        if kwargs:
+            raise ValueError(f"unsupported keyword arguments for mode 'wrap': {set(kwargs)}")
+        widths = numpy.round(numpy.asarray(pad_width)).astype(numpy.intp)
+        if widths.size and widths.min() < 0:
+            raise ValueError("index can't contain negative values")
+        pairs = numpy.broadcast_to(widths, (array.ndim, 2)).tolist()  # (NumPy's pairs: (before, after) per axis)
+        result = array
+        for axis, (left, right) in enumerate(pairs):
+            n = array.shape[axis]
+            if n == 0 and (left or right):
+                raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
+            if left or right:
+                result = self.xp.take(result, self.xp.arange(-left, n + right) % n, axis)
+        return result if result is not array else array.copy()
+
+    # -- convolve/correlate of floats: CuPy's go through an FFT; NumPy's are direct sums ---------------
+    def convolve(self, a: Any, v: Any, mode: Any = "full") -> Any:
+        """NumPy's convolve: the direct correlation with the reversed (shorter) kernel (CuPy's floats: FFT)."""
+        return self._correlate(a, v, mode, "convolve")
+
+    def correlate(self, a: Any, v: Any, mode: Any = "valid") -> Any:
+        """NumPy's correlate: c[k] = sum_n a[n + k] conj(v[n]), summed directly (CuPy's floats: FFT)."""
+        return self._correlate(a, v, mode, "correlate")
+
+    def _correlate(self, a: Any, v: Any, mode: Any, how: str) -> Any:
+        xp = self.xp
+        a, v = (x if self.is_native(x) else xp.asarray(x) for x in (a, v))
+        dt = numpy.result_type(a.dtype, v.dtype)
+        if dt.kind not in "fc":
+            return getattr(xp, how)(a, v, mode)  # (integers: CuPy's direct sums, exact)
+        getattr(numpy, how)(numpy.zeros((1,) * a.ndim if a.size else 0), numpy.zeros((1,) * v.ndim if v.size else 0),
+                            mode)  # (NumPy's errors: empty or 2-d operands, unknown modes)
+        mode = {0: "valid", 1: "same", 2: "full"}[mode] if type(mode) is int else \
+            {"v": "valid", "s": "same", "f": "full"}[mode.lower()[:1]]
+        a, v = (self._method_astype(x, dt) if x.dtype != dt else x for x in (a.ravel(), v.ravel()))
+        inverted = False
+        if how == "convolve":
+            if v.size > a.size:
+                a, v = v, a
+            v = v[::-1]
+        else:
+            if v.size > a.size:
+                a, v, inverted = v, a, True
+            if dt.kind == "c":
+                v = self.apply_ufunc(numpy.conjugate, v)
+        v = xp.ascontiguousarray(v)  # (the reversed kernel as a plain vector for the matmul)
+        n, m = a.size, v.size
+        left, right = {"valid": (0, 0), "same": (m // 2, m - 1 - m // 2), "full": (m - 1, m - 1)}[mode]
+        padded = xp.zeros(n + left + right, dt)
+        padded[left:left + n] = a
+        length = padded.size - m + 1
+        rows = max(1, _WINDOW_ELEMENTS // m)
+        step = padded.strides[0]
+        pieces = []
+        for start in range(0, length, rows):
+            count = min(rows, length - start)
+            windows = xp.lib.stride_tricks.as_strided(padded[start:], (count, m), (step, step))
+            pieces.append(xp.matmul(windows, v))
+        result = xp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        if inverted:
+            result = result[::-1]
+            if dt.kind == "c":  # (NumPy: correlate(v, a) = conj(correlate(a, v))[::-1])
+                result = self.apply_ufunc(numpy.conjugate, result)
+        return xp.ascontiguousarray(result)
+
+    # -- vecdot, matvec, vecmat (CuPy has none): NumPy's definitions as batched matmuls ---------------
+    def product_gufunc(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...] | None,
+                       out: Any = None) -> Any:
+        """vecdot(x1, x2) = sum(conj(x1) * x2) over the last axis; matvec(A, v) = A @ v and
+        vecmat(v, A) = conj(v) @ A over the last axes, broadcast over the others, in NumPy's loop dtype."""
+        xp = self.xp
+        x1, x2 = (x if self.is_native(x) else xp.asarray(x) for x in inputs)
+        if loop is None:
+            loop = tuple(ufunc.resolve_dtypes((x1.dtype, x2.dtype, None)))
+        for k, (x, needed) in enumerate(zip((x1, x2), PRODUCT_GUFUNCS[ufunc], strict=True)):
+            if x.ndim < needed:
+                raise ValueError(f"{ufunc.__name__}: Input operand {k} does not have enough dimensions (has "
+                                 f"{x.ndim}, gufunc core with signature {ufunc.signature} requires {needed})")
+        name = ufunc.__name__
+        core = 0 if name == "vecdot" else 1
+        first, second = x1.shape[-1], x2.shape[-2 if name == "vecmat" else -1]
+        if first != second:
+            raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension {core}, with gufunc "
+                             f"signature {ufunc.signature} (size {second} is different from {first})")
+        x1, x2 = (x if x.dtype == dt else self._method_astype(x, dt) for x, dt in zip((x1, x2), loop[:2]))
+        if loop[0].kind == "c" and name != "matvec":
+            x1 = self.apply_ufunc(numpy.conjugate, x1)
+        if name == "vecdot":
+            result = xp.matmul(x1[..., None, :], x2[..., :, None])[..., 0, 0]
+        elif name == "matvec":
+            result = xp.matmul(x1, x2[..., :, None])[..., 0]
+        else:
+            result = xp.matmul(x1[..., None, :], x2)[..., 0, :]
+        if result.dtype != loop[-1]:
+            result = self._method_astype(result, loop[-1])
+        target = out[0] if isinstance(out, tuple) else out
+        if target is None:
+            return xp.ascontiguousarray(result) if result.ndim else result  # (ascontiguousarray: 1-d at least)
+        target[...] = result
+        return target
+
+    # -- NaN-skipping statistics ---------------------------------------------------------------------
+    def _nan_moment(self, func: str, a: Any, axis: Any, dtype: Any, out: Any, ddof: Any, keepdims: bool) -> Any:
+        """CuPy's nanvar/nanstd with NumPy's RuntimeWarning and NaN where the degrees of freedom are
+        not positive (CuPy divides by max(count - ddof, 0) and says nothing)."""
+        xp = self.xp
+        result = getattr(xp, func)(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        if a.dtype.kind in "fc":
+            count = xp.sum(xp.logical_not(xp.isnan(a)), axis=axis, keepdims=keepdims)
+            bad = count <= ddof
+            if bool(bad.any()):
+                warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=5)
+                result = xp.where(bad, result.dtype.type(numpy.nan), result)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    def nanvar(self, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+               keepdims: bool = False) -> Any:
+        return self._nan_moment("nanvar", a, axis, dtype, out, ddof, keepdims)
+
+    def nanstd(self, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+               keepdims: bool = False) -> Any:
+        return self._nan_moment("nanstd", a, axis, dtype, out, ddof, keepdims)
+
+    def _nan_arg(self, func: str, a: Any, axis: Any, out: Any, keepdims: bool) -> Any:
+        """CuPy's nanargmax/nanargmin, with NumPy's ValueError for an all-NaN slice (CuPy answers one)."""
+        xp = self.xp
+        if a.dtype.kind in "fc" and a.size and bool(xp.isnan(a).all(axis=axis).any()):
+            raise ValueError("All-NaN slice encountered")
+        return getattr(xp, func)(a, axis=axis, out=out, keepdims=keepdims)
+
+    def nanargmax(self, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        return self._nan_arg("nanargmax", a, axis, out, keepdims)
+
+    def nanargmin(self, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        return self._nan_arg("nanargmin", a, axis, out, keepdims)
+
+    # -- angle of real arrays, frexp of float32 --------------------------------------------------------
+    def angle(self, z: Any, deg: bool = False) -> Any:
+        """NumPy's angle: arctan2(imag, real), of a real array arctan2(0, z) (pi for -0.0, -inf and
+        negatives, NaN for NaN, in the loop's float dtype); CuPy's answers 0/pi by a comparison."""
+        if not self.is_native(z) or z.dtype.kind == "c":
+            return self.xp.angle(z, deg)
+        result = self.apply_ufunc(numpy.arctan2, 0, z)
+        return self.apply_ufunc(numpy.multiply, result, 180 / math.pi, out=result) if deg else result
+
+    def frexp_float32(self, x: Any) -> tuple[Any, Any]:
+        """NumPy's frexp of float32 (subnormals' true mantissa and exponent; CuPy's kernel flushes
+        them): the frexp of the values widened to float64 (exact) by npgpu's own cast kernel, the
+        mantissa narrowed back (exact: 24 bits)."""
+        graph = self._eager_graph(("astype", x.dtype, numpy.dtype(numpy.float64)),
+                                  lambda: ir.cast_graph(x.dtype, numpy.dtype(numpy.float64)))
+        mantissa, exponent = self.xp.frexp(self.run_fused(graph, [x], [], x.shape))
+        return mantissa.astype(numpy.float32), exponent
+
