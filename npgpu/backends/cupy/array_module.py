@@ -228,8 +228,9 @@ class ArrayModuleBackend(Compositions, Backend):
                 self._check_int_power(*inputs)
             if ufunc in PRODUCT_GUFUNCS:
                 return self.product_gufunc(ufunc, inputs, loop, kwargs.get("out"))
-            if ufunc is numpy.frexp and not kwargs and self.is_native(inputs[0]) and inputs[0].dtype == numpy.float32:
-                return self.frexp_float32(inputs[0])
+            if ufunc in (numpy.frexp, numpy.modf) and not kwargs and self.is_native(inputs[0]) and \
+                    inputs[0].dtype == numpy.float32:  # (CuPy's float32 kernels flush subnormals)
+                return (self.frexp_float32 if ufunc is numpy.frexp else self.modf_float32)(inputs[0])
             return getattr(xp, name)(*inputs, **kwargs)
         if method in ("reduce", "accumulate"):
             kwargs = dict(kwargs)

@@ -400,7 +400,7 @@ class Compositions:
     def nanargmin(self, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
         return self._nan_arg("nanargmin", a, axis, out, keepdims)
 
-    # -- angle of real arrays, frexp of float32 --------------------------------------------------------
+    # -- angle of real arrays, frexp and modf of float32 ------------------------------------------
     def angle(self, z: Any, deg: bool = False) -> Any:
         """NumPy's angle: arctan2(imag, real), of a real array arctan2(0, z) (pi for -0.0, -inf and
         negatives, NaN for NaN, in the loop's float dtype); CuPy's answers 0/pi by a comparison."""
@@ -417,4 +417,13 @@ class Compositions:
                                   lambda: ir.cast_graph(x.dtype, numpy.dtype(numpy.float64)))
         mantissa, exponent = self.xp.frexp(self.run_fused(graph, [x], [], x.shape))
         return mantissa.astype(numpy.float32), exponent
+
+    def modf_float32(self, x: Any) -> tuple[Any, Any]:
+        """NumPy's modf of float32 (a subnormal's fraction is itself; CuPy's kernel flushes it to
+        zero: GPU run 15): CuPy's float64 modf of the widened values, both parts narrowed back
+        (exact: the parts of a float32 are float32s)."""
+        graph = self._eager_graph(("astype", x.dtype, numpy.dtype(numpy.float64)),
+                                  lambda: ir.cast_graph(x.dtype, numpy.dtype(numpy.float64)))
+        fraction, whole = self.xp.modf(self.run_fused(graph, [x], [], x.shape))
+        return fraction.astype(numpy.float32), whole.astype(numpy.float32)
 
