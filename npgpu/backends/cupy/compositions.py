@@ -420,10 +420,12 @@ class Compositions:
 
     def modf_float32(self, x: Any) -> tuple[Any, Any]:
         """NumPy's modf of float32 (a subnormal's fraction is itself; CuPy's kernel flushes it to
-        zero: GPU run 15): CuPy's float64 modf of the widened values, both parts narrowed back
-        (exact: the parts of a float32 are float32s)."""
-        graph = self._eager_graph(("astype", x.dtype, numpy.dtype(numpy.float64)),
-                                  lambda: ir.cast_graph(x.dtype, numpy.dtype(numpy.float64)))
-        fraction, whole = self.xp.modf(self.run_fused(graph, [x], [], x.shape))
-        return fraction.astype(numpy.float32), whole.astype(numpy.float32)
+        zero: GPU run 15): CuPy's float64 modf of the widened values, both parts narrowed back by
+        npgpu's own cast kernel (exact: the parts of a float32 are float32s; CuPy's astype would
+        flush a subnormal fraction too, GPU run 16)."""
+        f32, f64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
+        widen = self._eager_graph(("astype", f32, f64), lambda: ir.cast_graph(f32, f64))
+        narrow = self._eager_graph(("astype", f64, f32), lambda: ir.cast_graph(f64, f32))
+        fraction, whole = self.xp.modf(self.run_fused(widen, [x], [], x.shape))
+        return (self.run_fused(narrow, [fraction], [], x.shape), self.run_fused(narrow, [whole], [], x.shape))
 
