@@ -202,9 +202,10 @@ class Backend:
 
     def map_reduce(self, graph: Any, inputs: list[Any], scalars: list[Any], op: str, axes: tuple[int, ...],
                    acc_dtype: numpy.dtype, initial: Any, shape: tuple[int, ...], errors: Any = None,
-                   reduce_check: int = 0) -> tuple[Any, Any]:
+                   reduce_check: int = 0, numpy_order: bool = True) -> tuple[Any, Any]:
         """Reduce IR ``graph``'s output over ``axes`` with ``op`` (codegen.map_reduce's operations),
-        accumulating in ``acc_dtype`` from ``initial`` (None: the identity): (result, arg index or None)."""
+        accumulating in ``acc_dtype`` from ``initial`` (None: the identity): (result, arg index or None).
+        ``numpy_order``: float sums add in NumPy's order (kernels/order.py), where the backend can."""
         raise NotImplementedError
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,

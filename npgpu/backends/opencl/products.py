@@ -109,7 +109,8 @@ class Products(Backend):
             product = b.apply(numpy.multiply, (dtype,) * 3, b.cast(b.input(x.dtype), dtype),
                               b.cast(b.input(y.dtype), dtype))[0]
             graph = self._graphs[key] = b.build([product])
-        return self.map_reduce(graph, [x, y], [], "add", axes, dtype, None, shape)[0]
+        # (NumPy's products are BLAS's or einsum's loops, not its pairwise sum: the fastest order here)
+        return self.map_reduce(graph, [x, y], [], "add", axes, dtype, None, shape, numpy_order=False)[0]
 
     def contract(self, a: CLArray, b: CLArray) -> CLArray:
         """``a @ b`` over the last axis of a and the second-to-last of b (batch axes broadcast):

@@ -99,8 +99,13 @@ class Reductions(Backend):
         shape: tuple[int, ...],
         errors: _fperr.Launch | None = None,
         reduce_check: int = 0,
+        numpy_order: bool = True,
     ) -> tuple[CLArray, CLArray | None]:
         """Reduce ``graph`` (evaluated over ``inputs`` broadcast to ``shape``) along ``axes`` with ``op``.
+
+        Float sums and products add in NumPy's order (kernels/order.py) unless ``numpy_order`` is
+        off (sums of products, which NumPy computes by BLAS in BLAS's order: the device's fastest,
+        compensated one).
 
         Returns the result (kept dims of ``shape``, C order, ``acc_dtype``) and, for
         argmax/argmin, the int64 positions (flat index within the reduced dims).
@@ -121,7 +126,7 @@ class Reductions(Backend):
         if m == 0:
             return result, index
         strides = [_broadcast_strides(a, shape) for a in inputs]
-        ordered = op in ("add", "multiply") and acc_dtype.kind in "fc"
+        ordered = numpy_order and op in ("add", "multiply") and acc_dtype.kind in "fc"
         chunk = 1
         if ordered:  # NumPy's order of additions (kernels/order.py): its bits
             plan = _sum_order(graph, inputs, shape, axes)
