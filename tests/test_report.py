@@ -75,12 +75,3 @@ def test_report_says_per_call_site_which_rule_placed_a_call_and_the_other_choice
         assert host_choice["calls"] == 2 and host_choice["other_choice_ms"] > 0
     text = str(npgpu.report())
     assert "why (calls placed one by one" in text and _placement.DEVICE_OPERANDS in text
-
-
-def _line_of(snippet: str) -> int:
-    """The line of this file where ``snippet`` first appears (a call site the report names)."""
-    with open(__file__) as source:
-        for number, line in enumerate(source, 1):
-            if snippet in line and "_line_of" not in line:
-                return number
-    raise AssertionError(snippet)

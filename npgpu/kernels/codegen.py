@@ -613,12 +613,7 @@ def map_reduce(
     if unroll & (unroll - 1):
         raise ValueError(f"unroll must be a power of two, not {unroll}")
     body = [f"{idx} g = {sig.gid()};", "if (g >= m * parts) return;", f"{idx} mi = g / parts;", f"{idx} p = g % parts;"]
-    body.append(f"{idx} r = mi;")
-    for d in range(no - 1, -1, -1):
-        body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
-    for p in ops:
-        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
-        body.append(f"{idx} {p}_base = {terms};")
+    body += _output_bases(idx, no, ops)
     # Errors: each value's cheap tests fold into npg_nf (a sum's or product's own result stands for
     # its values': an inf or NaN among them makes it inf or NaN); where a part's npg_nf is set or
     # its result is not finite, the part runs again with every check (see Checks).
@@ -888,6 +883,22 @@ def _adder(acc_dtype: numpy.dtype, dialect: str, helpers: dict[str, str]) -> Cal
     return add
 
 
+def _output_bases(idx: str, outer_ndim: int, ops: list[str]) -> list[str]:
+    """A reduction kernel's output coordinates of ``mi`` and each operand's byte offset there."""
+    lines = [f"{idx} r = mi;"]
+    for d in range(outer_ndim - 1, -1, -1):
+        lines.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
+    for p in ops:
+        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(outer_ndim)])
+        lines.append(f"{idx} {p}_base = {terms};")
+    return lines
+
+
+def _split_text(acc_dtype: numpy.dtype, n: str) -> str:
+    """order.pairwise_split as C text: where NumPy's pairwise sum splits a block of ``n`` values."""
+    return f"({n} - {n} % 8) / 2" if acc_dtype.kind == "c" else f"{n} / 2 - ({n} / 2) % 8"
+
+
 def _pairwise_block(acc_dtype: numpy.dtype, idx: str, element: Callable[[str, str], list[str]],
                     add: Callable[[str, str], str], ident: str, start: str, count: str, result: str) -> list[str]:
     """Statements setting ``result`` to NumPy's pairwise sum of the ``count`` values from flat
@@ -896,7 +907,6 @@ def _pairwise_block(acc_dtype: numpy.dtype, idx: str, element: Callable[[str, st
     (``"=name"``: setting ``name`` to it)."""
     act = _table.ctype(acc_dtype)
     lanes, block, small = _order.pairwise_shape(acc_dtype)
-    split = "(nn - nn % 8) / 2" if acc_dtype.kind == "c" else "nn / 2 - (nn / 2) % 8"
     depth = 132 if idx in ("long", "long long") else 68  # (each level of the recursion: two more entries)
     pairs = [f"l{j}" for j in range(lanes)]
     while len(pairs) > 1:
@@ -928,7 +938,7 @@ def _pairwise_block(acc_dtype: numpy.dtype, idx: str, element: Callable[[str, st
         "      }",
         "      vs[vp++] = r; continue;",
         "    }",
-        f"    {idx} n2 = {split};",
+        f"    {idx} n2 = {_split_text(acc_dtype, 'nn')};",
         "    st_s[sp] = 0; st_n[sp] = -1; sp++;",
         "    st_s[sp] = s + n2; st_n[sp] = nn - n2; sp++;",
         "    st_s[sp] = s; st_n[sp] = n2; sp++;",
@@ -1041,22 +1051,16 @@ def pairwise_reduce(
                  f"{idx} ch = t % nch, mi = t / nch;"]
     else:
         body += ["if (g >= m) return;", f"{idx} mi = g;"]
-    body.append(f"{idx} r = mi;")
-    for d in range(no - 1, -1, -1):
-        body.append(f"{idx} oc{d} = r % odim{d}; r /= odim{d};")
-    for p in ops:
-        terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(no)])
-        body.append(f"{idx} {p}_base = {terms};")
+    body += _output_bases(idx, no, ops)
     body += values.start
     _, block, _ = _order.pairwise_shape(acc_dtype)
-    split_expr = "(pw_n - pw_n % 8) / 2" if acc_dtype.kind == "c" else "pw_n / 2 - (pw_n / 2) % 8"
     if split:
         body += [
             f"{idx} pw_s = ch * chunk, pw_n = k - pw_s < chunk ? k - pw_s : chunk;",
             "int present = 1;",
             f"for ({idx} lvl = depth - 1; lvl >= 0; lvl--) {{",
             f"  if (pw_n <= {block}) {{ if ((sub & ((({idx})2 << lvl) - 1)) != 0) present = 0; break; }}",
-            f"  {idx} n2 = {split_expr};",
+            f"  {idx} n2 = {_split_text(acc_dtype, 'pw_n')};",
             "  if ((sub >> lvl) & 1) { pw_s += n2; pw_n -= n2; } else { pw_n = n2; }",
             "}",
             f"{act} pw = {ident};",

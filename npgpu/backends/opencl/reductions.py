@@ -67,6 +67,25 @@ def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> n
 
 
 
+def _reduce_arguments(graph: ir.Graph, inputs: list[CLArray], scalars: list[Any], acc_dtype: numpy.dtype, init: Any,
+                      it: Any, counts: list[int], oshape: tuple[int, ...], ishape: tuple[int, ...],
+                      ostrides: list[tuple[int, ...]], istrides: list[tuple[int, ...]]) -> list[Any]:
+    """The arguments map_reduce and pairwise_reduce kernels share, up to their outputs: each input's
+    buffer and offset, the graph's scalars, the initial value, ``counts`` (the kernel's own), the
+    outer and inner extents, each input's outer and inner strides."""
+    args: list[Any] = []
+    for a in inputs:
+        args += [a.data, it(a.offset)]
+    for value, dt in zip(scalars, graph.scalars, strict=True):
+        args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
+    args.append(_scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init)))
+    args += [it(c) for c in counts]
+    args += [it(d) for d in oshape] + [it(d) for d in ishape]
+    for so, si in zip(ostrides, istrides, strict=True):
+        args += [it(s) for s in so] + [it(s) for s in si]
+    return args
+
+
 def _sum_order(graph: ir.Graph, inputs: list[CLArray], shape: tuple[int, ...],
                axes: tuple[int, ...]) -> _order.SumOrder:
     """NumPy's order of additions for this reduction: of the array itself where the graph only reads
@@ -239,16 +258,8 @@ class Reductions(Backend):
             lambda: codegen.map_reduce(graph, op, acc_dtype, layout, "opencl", reduce_check=reduce_check),
         )
         it = numpy.int64 if big else numpy.int32
-        args: list[Any] = []
-        for a in inputs:
-            args += [a.data, it(a.offset)]
-        for value, dt in zip(scalars, graph.scalars, strict=True):
-            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
-        args.append(_scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init)))
-        args += [it(m), it(k), it(parts)]
-        args += [it(d) for d in oshape] + [it(d) for d in ishape]
-        for so, si in zip(ostrides, istrides, strict=True):
-            args += [it(s) for s in so] + [it(s) for s in si]
+        args = _reduce_arguments(graph, inputs, scalars, acc_dtype, init, it, [m, k, parts], oshape, ishape,
+                                 ostrides, istrides)
         args += [out.data, it(out.offset // out.itemsize)]
         if idx_out is not None:
             args += [idx_out.data, it(idx_out.offset // 8)]
@@ -276,16 +287,8 @@ class Reductions(Backend):
             lambda: codegen.pairwise_reduce(graph, acc_dtype, len(oshape), len(ishape), split, big, "opencl",
                                             reduce_check=reduce_check),
         )
-        args: list[Any] = []
-        for a in inputs:
-            args += [a.data, it(a.offset)]
-        for value, dt in zip(scalars, graph.scalars, strict=True):
-            args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
-        args.append(_scalar_value(init, acc_dtype))
-        args += [it(m), it(k), it(chunk), it(nch), it(1 << depth), it(depth)]
-        args += [it(d) for d in oshape] + [it(d) for d in ishape]
-        for so, si in zip(ostrides, istrides, strict=True):
-            args += [it(s) for s in so] + [it(s) for s in si]
+        args = _reduce_arguments(graph, inputs, scalars, acc_dtype, init, it, [m, k, chunk, nch, 1 << depth, depth],
+                                 oshape, ishape, ostrides, istrides)
         if not split:
             args += [result.data, it(result.offset // result.itemsize)]
             if graph.error_nodes or check:
