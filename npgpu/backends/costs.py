@@ -38,6 +38,7 @@ class Costs:
     host_bytes_per_s: float  #: NumPy's rate for the same operation on this host
     upload_s: float  #: a small upload, from the call to its end
     upload_bytes_per_s: float  #: the link's rate beyond that
+    host_call_s: float = 1e-6  #: NumPy's time for the same add of one element (its per-call cost)
 
     def host_op_s(self, nbytes: float) -> float:
         return nbytes / self.host_bytes_per_s
@@ -61,7 +62,7 @@ class Costs:
     def as_dict(self) -> dict[str, float]:
         return {"launch_us": self.launch_s * 1e6, "device_GBps": self.device_bytes_per_s / 1e9,
                 "host_GBps": self.host_bytes_per_s / 1e9, "upload_us": self.upload_s * 1e6,
-                "upload_GBps": self.upload_bytes_per_s / 1e9}
+                "upload_GBps": self.upload_bytes_per_s / 1e9, "host_call_us": self.host_call_s * 1e6}
 
 
 def _best(run: Callable[[], Any], repeats: int = _REPEATS) -> float:
@@ -107,9 +108,10 @@ def measure(backend: Any) -> Costs:
     launch_s = _best(add(small, _QUEUED)) / _QUEUED
     device_big = _best(add(big))
     host_big = _best(lambda: numpy.add(host, host))  # (a new result each time, as a program's)
+    host_call_s = _best(lambda: [numpy.add(tiny, tiny) for _ in range(_QUEUED)]) / _QUEUED
     return Costs(launch_s=launch_s, device_bytes_per_s=_rate(host.nbytes, device_big, launch_s),
                  host_bytes_per_s=host.nbytes / host_big, upload_s=upload_s,
-                 upload_bytes_per_s=_rate(host.nbytes, upload_big, upload_s))
+                 upload_bytes_per_s=_rate(host.nbytes, upload_big, upload_s), host_call_s=host_call_s)
 
 
 #: how many device operations placement expects an array moved there to take part in: the model's
