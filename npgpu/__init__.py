@@ -23,6 +23,7 @@ from . import (
     _native,
     _ops,
     _random,
+    _residency,
     _transfer,
 )
 from ._array import DeviceArray
@@ -54,7 +55,8 @@ _hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function
                setitem=_dispatch.basic_setitem,
                on_host=_dispatch.on_host,
                to_host=_transfer.to_host, materialize=_materialize.materialize,
-               record_binary=_recorder.record_binary, record_unary=_recorder.record_unary)
+               record_binary=_recorder.record_binary, record_unary=_recorder.record_unary,
+               charge_read=_residency.charge_read, charge_write=_residency.charge_write)
 _native.configure(_native.Parts(
     state_var=_config._state, config_globals=vars(_config), ndarray=_numpy.ndarray, dtype=_numpy.dtype,
     host_scalars=_ops.HOST_SCALARS, dispatch_function=_dispatch.function,

@@ -182,6 +182,10 @@ class _FlatIter:
         return f"<npgpu flat iterator over {self.base.shape} {self.base.dtype}>"
 
 
+#: id(device array) -> its residency ledger (npgpu/_residency.py), for arrays made where data enters
+tracked: dict[int, Any] = {}
+
+
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
@@ -494,8 +498,13 @@ class DeviceArray(NDArrayOperatorsMixin):
         if self._pending is None:  # (the short road for views: a[1:, :-1], a[i], a[:, None])
             result = _core.getitem(self, key, sys._getframe(1))
             if result is not NotImplemented:
+                if tracked:  # (residency: what reads of an entry's array cost, _residency.py)
+                    _core.charge_read(self, result)
                 return result
-        return _function(numpy.ndarray.__getitem__, (self, key), {})
+        result = _function(numpy.ndarray.__getitem__, (self, key), {})
+        if tracked:
+            _core.charge_read(self, result)
+        return result
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if type(value) is DeviceArray and not self._readonly and self._pending is None:
@@ -503,8 +512,12 @@ class DeviceArray(NDArrayOperatorsMixin):
             # can compute its expression straight into y[:, j]; NumPy elides temporaries alike)
             temporary = sys.getrefcount(value) <= _TEMPORARY_REFS
             if _core.setitem(self, key, value, sys._getframe(1), temporary) is not NotImplemented:
+                if tracked:
+                    _core.charge_write(self, key, value)
                 return
         _function(numpy.ndarray.__setitem__, (self, key, value), {})
+        if tracked:
+            _core.charge_write(self, key, value)
 
     def __contains__(self, value: Any) -> bool:
         return bool((self == value).any())
@@ -871,3 +884,110 @@ def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> An
         return host
     backend = get_backend(backend_name)
     return DeviceArray(backend.from_host(host), backend)
+
+
+# -- arrays whose data moved to the host (npgpu/_residency.py) ---------------------------------
+
+_data_of = vars(DeviceArray)["_device_data"].__get__  # (the slot itself, past ResidentArray's __getattribute__)
+
+
+def _host_of(x: Any) -> Any:
+    """A ResidentArray's host array (inside lists, tuples and dicts too); anything else as it is."""
+    t = type(x)
+    if t is ResidentArray:
+        return _data_of(x)
+    if t is tuple or t is list:
+        for item in x:  # (no generator: indexing keys come this way on every statement)
+            if type(item) in _HOLDERS:
+                return t(_host_of(item) for item in x)
+        return x
+    if t is dict:
+        for value in x.values():
+            if type(value) in _HOLDERS:
+                return {k: _host_of(v) for k, v in x.items()}
+        return x
+    return x
+
+
+class ResidentArray(DeviceArray):
+    """A device array whose data residency moved to the host: the object the program holds, in
+    front of its host array (``_device_data``, a NumPy array), which does all its work: methods,
+    attributes, operators, indexing (views of it are NumPy arrays), NumPy's protocols. With device
+    arrays, it is host data, as a NumPy array is."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name[0] == "_":
+            return object.__getattribute__(self, name)
+        return getattr(_data_of(self), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] == "_":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(_data_of(self), name, value)
+
+    def __getitem__(self, key: Any) -> Any:
+        return _data_of(self)[_host_of(key)]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        t = type(value)
+        _data_of(self)[_host_of(key)] = _data_of(value) if t is ResidentArray else value
+
+    def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return getattr(ufunc, method)(*_host_of(inputs), **_host_of(kwargs))
+
+    def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        return func(*_host_of(args), **_host_of(kwargs))
+
+
+_HOLDERS = (ResidentArray, list, tuple, dict)
+_STRUCTURAL = frozenset({"__init__", "__new__", "__class__", "__slots__", "__module__", "__doc__", "__weakref__",
+                         "__hash__", "__getattribute__", "__setattr__", "__delattr__", "__dict__", "__qualname__",
+                         "__array_priority__", "__init_subclass__", "__subclasshook__", "__array_ufunc__",
+                         "__array_function__", "__annotations__", "__dir__", "__sizeof__", "__getstate__",
+                         "__setstate__", "__getitem__", "__setitem__"})
+
+
+_IN_PLACE = frozenset(f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
+                                               "lshift", "rshift", "and", "or", "xor"))
+
+
+def _forward(name: str) -> Any:
+    if name in _IN_PLACE:
+        def in_place(self: Any, other: Any) -> Any:  # (``a += 1`` keeps ``a`` the same object, as NumPy's)
+            result = getattr(_data_of(self), name)(_host_of(other))
+            return self if result is _data_of(self) else result
+
+        in_place.__name__ = name
+        in_place.__qualname__ = f"ResidentArray.{name}"
+        return in_place
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_data_of(self), name)(*_host_of(args), **_host_of(kwargs))
+
+    method.__name__ = name
+    method.__qualname__ = f"ResidentArray.{name}"
+    return method
+
+
+for _klass in (NDArrayOperatorsMixin, DeviceArray):
+    for _name, _member in list(vars(_klass).items()):
+        if _name.startswith("__") and _name.endswith("__") and _name not in _STRUCTURAL and callable(_member):
+            setattr(ResidentArray, _name, _forward(_name))
+ResidentArray.__reduce_ex__ = _forward("__reduce_ex__")  # type: ignore[method-assign]  (pickle: NumPy's array)
+
+_set_class = object.__dict__["__class__"].__set__  # (DeviceArray's __class__ is a property saying ndarray)
+
+
+#: [arrays moved to the host so far]: the dispatcher looks for ResidentArrays among a call's
+#: arguments only once there have been some
+MOVED = [0]
+
+
+def set_class(array: DeviceArray, klass: type) -> None:
+    """Make ``array`` an instance of ``klass``, a DeviceArray subclass of the same layout."""
+    _set_class(array, klass)
+    MOVED[0] += 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -29,6 +29,9 @@ class State:
     fusion: bool = True
     threshold: int | None = None  # bytes; None means the backend's measured default
     random: str = "auto"  # one of RANDOM_MODES
+    #: What placement learned while this enable() is in force (npgpu/_residency.py: the origins whose
+    #: arrays run faster in NumPy); states derived from it (``replace``) share it
+    learned: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Host inputs below this many bytes stay in NumPy; computed once, read on every small call.

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _operands, _ops, _placement, _report, _transfer
-from ._array import DeviceArray
+from . import _callsite, _config, _operands, _ops, _placement, _report, _residency, _transfer
+from ._array import MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
 from ._report import notify
@@ -49,6 +49,15 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
+    if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
+        hosted, kwargs_hosted = _host_of(args), _host_of(kwargs)
+        if func in _ops.IN_MEMORY_CONSTRUCTORS and hosted is not args and "device" not in kwargs:
+            # NumPy's answer on host data, and the same array where NumPy's is the same array
+            # (``asarray(a) is a``: writes through it must reach ``a``)
+            result = func(*hosted, **kwargs_hosted)
+            _report.record(func, "host")
+            return args[0] if type(args[0]) is ResidentArray and result is hosted[0] else result
+        args, kwargs = hosted, kwargs_hosted
     if "device" in kwargs and func in _ops.DEVICE_KEYWORD:
         return _on_named_device(func, args, kwargs)
     if func in _ops.METADATA:
@@ -99,14 +108,31 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if backend.prefers_host(func):
         return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices),
                                   _rule(backend, _placement.FASTER_ON_HOST, devices, hosts))
+    origin = None
     if not devices:
         if not _offload_host_call(func, args, kwargs, hosts, backend, state):
             _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
+            return func(*args, **kwargs)
+        if func in _ops.CREATIONS:
+            origin = _residency.origin(state, func, _ops.creation_request(func, args, kwargs)[0])
+            if _residency.learned(state, origin):
+                _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
+                return func(*args, **kwargs)
+    if func in _ops.LIKE_CREATIONS and args and type(args[0]) in (DeviceArray, numpy.ndarray):
+        prototype = args[0]  # (on the device, or host data large enough to have moved there)
+        origin = _residency.origin(state, func, prototype.shape, prototype.dtype.str, kwargs.get("dtype"),
+                                   kwargs.get("shape"))
+        if _residency.learned(state, origin):
+            _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
+            if type(prototype) is DeviceArray:  # (NumPy's result for a C-ordered prototype of that shape)
+                args = (numpy.empty(prototype.shape, prototype.dtype), *args[1:])
             return func(*args, **kwargs)
     if devices and _lazy.pending_count():
         if func in _ops.REDUCTIONS:
             reduced = _reduce_pending(func, args, kwargs, backend)
             if reduced is not None:
+                if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
+                    _residency.charge_moves(devices, 0)
                 return reduced
         _before_writes(mutated)
     dtypes = _dtypes(devices, hosts)
@@ -115,6 +141,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             _report.record(func, "host")
             return func(*args, **kwargs)
         return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend, args))
+    if hosts and tracked:
+        _residency.charge_moves(devices, sum(h.nbytes for h in hosts))
     try:
         nargs = tuple(to_native_tree(a, backend, func) for a in args)
         nkwargs = {k: to_native_tree(v, backend, func) for k, v in kwargs.items()}
@@ -130,7 +158,12 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return out
     if func is numpy.ndarray.__getitem__:
         return wrap(result, backend, func, not _keeps_dimensions(args[1]), devices)
-    return wrap(result, backend, func, True, devices)
+    wrapped = wrap(result, backend, func, True, devices)
+    if origin is not None:
+        _residency.track(wrapped, state, origin)
+    elif tracked and devices and type(wrapped) is not DeviceArray and isinstance(wrapped, numpy.generic):
+        _residency.charge_moves(devices, 0)  # (a scalar read back: its round trip)
+    return wrapped
 
 
 _BASIC_INDEX_TYPES = frozenset({int, type(None), type(Ellipsis)})
@@ -280,6 +313,10 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
     """A constructor's NumPy result where it belongs: uploaded when it is large enough to pay."""
     if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
             and backend.supports_dtypes((host.dtype,))):
+        origin = _residency.origin(state, func, host.shape, host.dtype.str)
+        if _residency.learned(state, origin):
+            _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
+            return host
         try:
             native = upload(host, backend, func)
         except DeviceMemoryError as fault:  # [device faults] it stays in host memory, counted
@@ -288,7 +325,9 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
             return host
         _report.record(func, "device")
         # np.asarray(read_only_array) is that array in NumPy: its device copy is read-only too
-        return DeviceArray(native, backend, readonly=not host.flags.writeable)
+        array = DeviceArray(native, backend, readonly=not host.flags.writeable)
+        _residency.track(array, state, origin)
+        return array
     _report.record(func, "host")
     return host
 
@@ -531,6 +570,8 @@ def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
 def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any], frame: Any = None) -> Any:
     """Run ``getattr(uf, method)(*inputs, **kwargs)`` where it belongs (``frame``: the user's, if known)."""
     state = _config._state.get() or _config._default
+    if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
+        inputs, kwargs = _host_of(inputs), _host_of(kwargs)
     if frame is not None and _code_kind.get(frame.f_code) != _callsite.USER:  # the report counts the user's line
         frame = _callsite.user_frame(frame)[0]
     if (method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin
@@ -601,6 +642,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             _report.record(uf, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
             return call(*inputs, **kwargs)
     if out_hosts:
+        if tracked:
+            _residency.charge_moves(devices, sum(d.nbytes for d in devices))
         return fallback(uf, call, inputs, kwargs, mutated, state, reason="out= is a host array")
     if backend.prefers_host(uf):
         return _on_host_by_choice(uf, call, inputs, kwargs, mutated, state, bool(devices or out_devices),
@@ -625,6 +668,8 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return call(*inputs, **kwargs)
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
+    if hosts and tracked:
+        _residency.charge_moves(devices + out_devices, sum(h.nbytes for h in hosts))
     if out is None and not options and hosts and devices and state.fusion and method == "__call__":
         recorded = _record_with_host_operands(uf, inputs, loop, operand_dtypes, backend, frame)
         if recorded is not NotImplemented:

@@ -58,6 +58,12 @@ class Core(Protocol):
     def record_unary(self, ufunc: Any, x: Any, frame: Any, loops: dict[Any, Any]) -> Any:
         """The recorder's one-call road for ``ufunc(x)``; None declines."""
 
+    def charge_read(self, array: Any, result: Any) -> None:
+        """Residency: ``array[key]`` gave ``result`` (npgpu/_residency.py)."""
+
+    def charge_write(self, array: Any, key: Any, value: Any) -> None:
+        """Residency: ``array[key] = value`` ran (npgpu/_residency.py)."""
+
 
 class _Hooks:
     """The installed parts (a plain object: the C operators read its ``__dict__``)."""
@@ -73,7 +79,8 @@ core: Core = _Hooks()  # type: ignore[assignment]
 def install(**parts: Any) -> None:
     """Fill ``core`` (the composition root, once; _native swaps the recorder's two roads)."""
     missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "setitem",
-                                 "on_host", "to_host", "materialize", "record_binary", "record_unary")
+                                 "on_host", "to_host", "materialize", "record_binary", "record_unary", "charge_read",
+                                 "charge_write")
                if name not in parts and name not in vars(core)]
     if missing:
         raise TypeError(f"npgpu core hooks missing: {', '.join(missing)}")

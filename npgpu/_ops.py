@@ -122,6 +122,9 @@ class Creation:
 
 
 #: Creation function -> its size rule.
+#: Creations of an array like another (the residency of what they make is tracked like a creation's)
+LIKE_CREATIONS = frozenset({numpy.zeros_like, numpy.ones_like, numpy.empty_like, numpy.full_like})
+
 CREATIONS: dict[Callable[..., Any], Creation] = {
     numpy.zeros: Creation(_shape_elements, QUICK_SHAPE_FIRST),
     numpy.ones: Creation(_shape_elements, QUICK_SHAPE_FIRST),

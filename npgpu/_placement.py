@@ -12,10 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from ._config import State
-from ._report import ABOVE_THRESHOLD, BELOW_THRESHOLD, DEVICE_OPERANDS, FASTER_ON_HOST, RECORDED, RULES
+from ._report import (
+    ABOVE_THRESHOLD,
+    BELOW_THRESHOLD,
+    DEVICE_OPERANDS,
+    FASTER_ON_HOST,
+    LEARNED_ON_HOST,
+    MOVED_TO_HOST,
+    RECORDED,
+    RULES,
+)
 from .backends.costs import USES
 
-__all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "RECORDED", "RULES",
+__all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "LEARNED_ON_HOST",
+           "MOVED_TO_HOST", "RECORDED", "RULES",
            "describe", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
 
 def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) -> float | None:

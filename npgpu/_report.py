@@ -92,7 +92,11 @@ BELOW_THRESHOLD = "host data below the upload threshold: stays in NumPy"
 FASTER_ON_HOST = "the backend runs it slower than NumPy (measured): NumPy runs it"
 #: counted on the hot paths (the C operators, the recorder, basic indexing), which know no bytes
 RECORDED = "elementwise work or a view of device arrays, recorded where it was called (no estimate)"
-RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED)
+#: residency (npgpu/_residency.py): an array whose element and row work cost the device more than half
+#: the time, by the measured costs, moved to the host; arrays made later where it was made stay in NumPy
+MOVED_TO_HOST = "its element and row work ran faster in NumPy (measured costs): moved to the host"
+LEARNED_ON_HOST = "arrays made here moved to the host (residency, this enable()): made in NumPy"
+RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED, MOVED_TO_HOST, LEARNED_ON_HOST)
 #: (call site, where, placement rule) -> [calls, estimated seconds of the other choice, calls estimated]
 _rules: dict[tuple[tuple[str, int], str, str], list[Any]] = {}
 

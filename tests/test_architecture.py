@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("npgpu._config", "npgpu._placement", "npgpu._explain"),
     ("npgpu._array",),
     ("npgpu._operands", "npgpu.lazy.registry", "npgpu.lazy.materialize", "npgpu.lazy.recorder"),
-    ("npgpu._transfer",),
+    ("npgpu._transfer", "npgpu._residency"),
     ("npgpu._fallback", "npgpu._dispatch"),
     ("npgpu._namespace", "npgpu._random"),
     ("npgpu",),  # the composition root

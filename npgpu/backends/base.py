@@ -115,6 +115,13 @@ class Backend:
         """The byte address (or offset into an aligned allocation) of a native's first element."""
         return int(getattr(native, "offset", 0))
 
+    def view_offset(self, native: Any, root: Any) -> int | None:
+        """The byte offset of ``native``'s first element in the memory of ``root`` (an array that
+        owns its memory) when ``native`` views that memory, else None."""
+        if getattr(native, "data", None) is not getattr(root, "data", 0):
+            return None
+        return self.address(native) - self.address(root)
+
     def same_view(self, a: Any, b: Any) -> bool:
         """Whether two natives are the very same view (same memory, offset, shape and strides)."""
         return (getattr(a, "data", None) is getattr(b, "data", 0) and getattr(a, "offset", 0) == getattr(b, "offset", 0)

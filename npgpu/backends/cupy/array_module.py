@@ -165,6 +165,11 @@ class ArrayModuleBackend(Compositions, Backend):
     def address(self, native: Any) -> int:
         return self._pointer(native)
 
+    def view_offset(self, native: Any, root: Any) -> int | None:
+        if native.size == 0 or not self.xp.may_share_memory(native, root):
+            return None
+        return self._pointer(native) - self._pointer(root)
+
     # -- fusion ---------------------------------------------------------------
     supports_fusion = True  # type: ignore[assignment]
 

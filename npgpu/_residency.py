@@ -1,0 +1,301 @@
+"""Residency: device arrays whose work runs faster in NumPy move to the host, and stay there.
+
+Where an array enters (``asarray`` of host data, a creation, a ``*_like``), placement decides from
+its bytes (npgpu/_placement.py). What follows decides here. Every device array made at such an
+entry has a ledger, and the entry an *origin*: the user's call site with the array's shape and
+dtype (a creation's: its function and requested bytes). Each read of an element or a view of the
+array (``a[i, j]``, ``a[i, :j]``) and each write into it is charged what it costs on the device
+less what NumPy would take, by the backend's costs measured at first use (backends/costs.py):
+
+- an element read back: a round trip (``upload_s``, a small transfer and its wait) against
+  NumPy's call (``host_call_s``);
+- a view of ``n`` bytes, taken to feed one operation, and a write of ``n`` bytes: a launch and
+  ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
+  rate. A large view credits the ledger: the device's rate wins there;
+- a device call of the array with host operands: their upload (``charge_moves``); with a host
+  ``out=``: the download of the device operands; a function of it whose result is a scalar read
+  back (``(A[k] * w).sum()``): that round trip.
+
+The charges of every tracked array add up in one window (a loop's work is often spread over
+several arrays: adi's four, lu's one). Once the window holds WINDOW_EVENTS charges and
+MIN_WINDOW_S of wall time, it is judged: when the device's estimated excess is at least SHARE of
+the wall time the window took, element and row work on tracked arrays is most of what the program
+does (the estimate counts only the device's measured launches and round trips; npgpu's own CPU
+time per device operation comes on top), and NumPy would do it in a fraction of the time. Every
+array whose own excess is at least MOVER of that wall time (or whose excess since it was made is
+at least SHARE of it: a loop's phases work on some arrays, then on others) then moves to the host, with every live
+view of it (``migrate``), and its origin is learned: arrays made there later, while this
+``enable()`` is in force, are NumPy's arrays from the start (placement rule LEARNED_ON_HOST), so a
+loop that ran slower than NumPy on its first call runs as NumPy on the next. An array moves only
+once its excess has cost AMORTIZED times its own move. A new window opens.
+
+A moved array is a ``ResidentArray`` (npgpu/_array.py): the same object the program holds, now a
+thin front for its host array, so what the program does with it is NumPy's work (views of it are
+NumPy arrays). The report counts each move (MOVED_TO_HOST) with the bytes it downloaded.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+import numpy
+
+from . import _callsite, _report, _transfer
+from ._array import DeviceArray, ResidentArray, set_class, tracked
+from .lazy import materialize as _lazy
+
+#: charges a window holds before it is judged
+WINDOW_EVENTS = 64
+#: wall time a window takes at least before it is judged (seconds)
+MIN_WINDOW_S = 0.01
+#: the share of a window's wall time the device's estimated excess (over every tracked array) must
+#: reach for arrays to move. The estimate counts the device's measured launches and round trips
+#: only; npgpu's own CPU time per device operation comes on top (10-60 us on the H200's host, GPU
+#: run 14), so at a fifth the element and row work is most of the window's time
+SHARE = 0.2
+#: the share of the window's wall time one array's own excess must reach for that array to move
+MOVER = 0.02
+#: how many times its own move an array's excess must have cost before it moves (go_fast's 3.2 GB
+#: matrix, read 20 000 times element by element, is worth keeping on the device for its last add)
+AMORTIZED = 2.0
+#: the last judged windows: (wall seconds, estimated excess seconds, charges, arrays moved)
+history: collections.deque[tuple[float, float, int, int]] = collections.deque(maxlen=64)
+
+_lock = threading.RLock()
+_DEVICE_ARRAY = DeviceArray
+_code_kind = _callsite.CODE_KIND
+
+
+class Ledger:
+    """One tracked array's charges (seconds the device took beyond NumPy's estimate)."""
+
+    __slots__ = ("origin", "learned", "costs", "move_s", "excess", "total", "ref")
+
+    def __init__(self, origin: Any, learned: dict[Any, Any], costs: Any, nbytes: int) -> None:
+        self.origin = origin
+        self.move_s = costs.upload_time_s(nbytes)  # (what moving it to the host takes, the link's rate both ways)
+        self.learned = learned
+        self.costs = costs
+        self.excess = 0.0  # (in the open window)
+        self.total = 0.0  # (since it was made)
+        self.ref: Any = None
+
+
+def origin(state: Any, *what: Any) -> Any:
+    """The origin of an array made now: (user code object, line, *what), or None where the call
+    does not come from user code or placement can't learn (no measured costs)."""
+    backend = state.backend
+    if backend is None or backend.costs is None:
+        return None
+    frame, library = _callsite.caller(sys._getframe(1))
+    if frame is None or library:
+        return None
+    return (frame.f_code, frame.f_lineno, *what)
+
+
+def learned(state: Any, key: Any) -> bool:
+    """Whether arrays made at origin ``key`` ran faster in NumPy, as learned in this ``enable()``."""
+    return key is not None and key in state.learned
+
+
+def track(array: Any, state: Any, key: Any) -> None:
+    """Open a ledger for ``array``, a device array just made at origin ``key``."""
+    if key is None or type(array) is not _DEVICE_ARRAY or array._base is not None:
+        return
+    costs = array._backend.costs
+    if costs is None:
+        return
+    ledger = Ledger(key, state.learned, costs, array.nbytes)
+    ident = id(array)
+
+    def forget(_: Any, ident: int = ident, ledger: Ledger = ledger) -> None:
+        if tracked.get(ident) is ledger:
+            del tracked[ident]
+
+    ledger.ref = weakref.ref(array, forget)
+    tracked[ident] = ledger
+
+
+def _root(array: Any) -> Any:
+    base = array._base
+    return array if base is None else base
+
+
+def _from_user_code() -> bool:
+    """Whether DeviceArray's indexing was called from user code (two frames up): only there does
+    a charge judge (and maybe move arrays), never inside npgpu, where a call may hold device memory."""
+    code = sys._getframe(3).f_code
+    found = _code_kind.get(code)
+    return (_callsite.kind(code) if found is None else found) == _callsite.USER
+
+
+def charge_read(array: Any, result: Any) -> None:
+    """``array[key]`` gave ``result``: charge the ledger of the array it views, if tracked."""
+    root = _root(array)
+    ledger = tracked.get(id(root))
+    if ledger is None or not _from_user_code():
+        return
+    costs = ledger.costs
+    if type(result) is _DEVICE_ARRAY:
+        nbytes = result.nbytes
+        excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
+    else:  # an element read back: a round trip
+        excess = costs.upload_s - costs.host_call_s
+    _charge(root, ledger, excess)
+
+
+def charge_write(array: Any, key: Any, value: Any) -> None:
+    """``array[key] = value`` ran: charge the ledger of the array it writes, if tracked."""
+    root = _root(array)
+    ledger = tracked.get(id(root))
+    if ledger is None or not _from_user_code():
+        return
+    if type(value) is _DEVICE_ARRAY:
+        nbytes = value.nbytes
+    else:
+        try:
+            nbytes = array._host_proxy()[key].nbytes
+        except Exception:  # noqa: BLE001  (a key only the device path takes: not charged)
+            return
+    costs = ledger.costs
+    _charge(root, ledger, costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes))
+
+
+class _Window:
+    """The charges of every tracked array since the window opened (a loop's work is often spread
+    over several arrays: adi's four, lu's one)."""
+
+    opened = time.perf_counter()
+    excess = 0.0
+    events = 0
+
+
+def charge_moves(devices: list[Any], nbytes: int) -> None:
+    """A device call of ``devices`` moved ``nbytes`` of host data to the device, or of theirs to
+    the host (``out=`` a host array): what their being on the device cost, shared among the
+    tracked ones (cavity_flow's one device array among host arrays)."""
+    ledgers = _ledgers_read_by(devices)
+    for _, ledger in ledgers:
+        # (added, not judged: the call has taken its operands' device memory; the next read or
+        # write of a tracked array, where no call is half-way, judges the window)
+        excess = ledger.costs.upload_time_s(nbytes) / len(ledgers)
+        ledger.excess += excess
+        ledger.total += excess
+        _Window.excess += excess
+
+
+def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
+    """(root, ledger) of the tracked arrays ``devices`` view or, pending, compute from."""
+    found: dict[int, tuple[Any, Ledger]] = {}
+    stack = list(devices)
+    while stack:
+        x = stack.pop()
+        pending = x._pending
+        if pending is not None:
+            stack.extend(o for o in pending.operands if type(o) is _DEVICE_ARRAY)
+            continue
+        root = _root(x)
+        ledger = tracked.get(id(root))
+        if ledger is not None:
+            found[id(root)] = (root, ledger)
+    return list(found.values())
+
+
+def _charge(root: Any, ledger: Ledger, excess: float) -> None:
+    ledger.excess += excess
+    ledger.total += excess
+    window = _Window
+    window.excess += excess
+    window.events += 1
+    if window.events < WINDOW_EVENTS:
+        return
+    now = time.perf_counter()
+    took = now - window.opened
+    if took < MIN_WINDOW_S:
+        return
+    with _lock:
+        if window.events < WINDOW_EVENTS:  # (another thread judged it meanwhile)
+            return
+        moving = []
+        if window.excess >= SHARE * took:
+            # (and arrays that had their turn earlier: adi's phases work on two arrays, then on two others)
+            moving = [ledger for ledger in tracked.values()
+                      if (ledger.excess >= MOVER * took or ledger.total >= SHARE * took)
+                      and ledger.total >= AMORTIZED * ledger.move_s]
+        for each in tracked.values():
+            each.excess = 0.0
+        history.append((took, window.excess, window.events, len(moving)))
+        window.opened, window.excess, window.events = now, 0.0, 0
+    for each in moving:
+        array = each.ref()
+        if array is not None:
+            migrate(array, each)
+
+
+def migrate(root: Any, ledger: Ledger) -> bool:
+    """Move ``root`` and its live views to the host and learn its origin; False where it stays
+    (another thread moved it first, or its memory can't be viewed from a host copy)."""
+    with _lock:
+        if tracked.get(id(root)) is not ledger or type(root) is not _DEVICE_ARRAY:
+            return False
+        del tracked[id(root)]
+        ledger.learned[ledger.origin] = True
+        moved = _move(root)
+    _report.record(MOVE, "host" if moved else "device", rule=_report.MOVED_TO_HOST if moved else None)
+    return moved
+
+
+#: how the report names a move (a function-like row: the bytes it downloaded are its transfer)
+MOVE = "residency: moved to the host"
+
+
+def _move(root: Any) -> bool:
+    backend = root._backend
+    native = root._native  # (a pending root is computed first)
+    if not root.flags.c_contiguous:
+        return False  # (its host copy would not lay out its views' memory alike: only learned)
+    _lazy.before_write(backend, native)  # the recorded work reading it runs on its device data
+    arrays = [o for o in gc.get_objects() if type(o) is _DEVICE_ARRAY and o._backend is backend]
+    host = _transfer.to_host(root, MOVE)
+    if not host.flags.c_contiguous or not host.flags.owndata or not host.flags.writeable:
+        host = numpy.array(host, order="C", copy=True)
+    fronts = [(root, host)]
+    for other in arrays:
+        data = other._device_data
+        if other is root or data is None:
+            continue
+        offset = backend.view_offset(data, native)
+        if offset is None:
+            continue
+        try:
+            view = numpy.ndarray(other.shape, other.dtype, buffer=host, offset=offset, strides=other.strides)
+        except (TypeError, ValueError):
+            return False  # (memory a host copy can't lay out: the root stays, only learned)
+        fronts.append((other, view))
+    for array, data in fronts:
+        if array._readonly:
+            data.flags.writeable = False
+        array._device_data = data
+        array._pending = None
+        set_class(array, ResidentArray)
+    return True
+
+
+def host_value(obj: Any) -> Any:
+    """``obj`` with every ResidentArray in it (also inside lists, tuples, dicts) as its host array."""
+    t = type(obj)
+    if t is ResidentArray:
+        return obj._device_data
+    if t is list or t is tuple:
+        if not any(type(x) is ResidentArray or type(x) in (list, tuple, dict) for x in obj):
+            return obj
+        return t(host_value(x) for x in obj)
+    if t is dict:
+        return {k: host_value(v) for k, v in obj.items()}
+    return obj

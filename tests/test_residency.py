@@ -1,0 +1,274 @@
+"""Residency (npgpu/_residency.py): device arrays whose element and row work runs faster in NumPy
+move to the host mid-program, with their live views, and the next array made at the same origin is
+NumPy's from the start. Answers are compared with NumPy's, bit for bit.
+
+The emulated backend runs the device path; it measures no costs, so each test gives it a GPU's
+(the order of magnitude of the H200's: 60 us a launch or a small transfer, 1 TB/s, NumPy 8 GB/s;
+twice the H200's launch, so that the decisions keep clear of this machine's own timing).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+
+import numpy
+import pytest
+from conftest import BACKEND_PARAMS
+
+import npgpu
+from npgpu import _array, _placement, _residency
+from npgpu.backends import get_backend
+from npgpu.backends.costs import Costs
+
+GPU = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
+            upload_bytes_per_s=8e9, host_call_s=1e-6)
+
+
+@pytest.fixture
+def gpu_like(monkeypatch):
+    """The emulated backend with a GPU's costs, every array on the device (threshold 0)."""
+    backend = get_backend("emulated")
+    monkeypatch.setattr(backend, "costs", GPU)
+    with npgpu.enable("emulated", threshold=0) as change:
+        yield change.state
+    _residency._Window.excess, _residency._Window.events = 0.0, 0
+
+
+def lu(A, n):  # (the row-and-element loop of an LU factorization, as NPBench's lu writes it)
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, n):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+
+
+def _placed_by(rule):
+    """Whether the report names ``rule`` at some call site (its "why" table)."""
+    sites = npgpu.report().as_dict()["placement_rules"]
+    return any(name.endswith(rule) for rules in sites.values() for name in rules)
+
+
+def _matrix(n, seed=0):
+    return numpy.random.default_rng(seed).random((n, n)) + n * numpy.eye(n)
+
+
+def test_a_row_loop_moves_its_array_to_the_host_and_answers_as_numpy(gpu_like):
+    host = _matrix(60)
+    expected = host.copy()
+    lu(expected, 60)
+    npgpu.report(reset=True)
+    A = npgpu.asarray(host.copy())
+    assert type(A) is _array.DeviceArray
+    lu(A, 60)
+    assert type(A) is _array.ResidentArray
+    numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+    assert _placed_by(_placement.MOVED_TO_HOST)
+
+
+def _entry(host):
+    return npgpu.asarray(host.copy())  # (one origin: this line, the shape and the dtype)
+
+
+def test_the_next_array_made_at_that_origin_is_numpys(gpu_like):
+    host = _matrix(50)
+    expected = host.copy()
+    lu(expected, 50)
+    first = _entry(host)
+    lu(first, 50)
+    assert type(first) is _array.ResidentArray
+    npgpu.report(reset=True)
+    second = _entry(host)
+    assert type(second) is numpy.ndarray
+    lu(second, 50)
+    numpy.testing.assert_array_equal(second, expected)
+    assert _placed_by(_placement.LEARNED_ON_HOST)
+    other = _entry(_matrix(40))  # another shape: another origin, placed by its bytes
+    assert type(other) is _array.DeviceArray
+
+
+def test_arrays_made_from_nothing_move_and_are_learned(gpu_like):
+    def solve(n):
+        R = npgpu.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                R[i, j] = i * 0.5 + j
+        return R
+
+    first = solve(40)
+    assert type(first) is _array.ResidentArray
+    expected = numpy.add.outer(numpy.arange(40) * 0.5, numpy.arange(40))
+    numpy.testing.assert_array_equal(numpy.asarray(first), expected)
+    second = solve(40)
+    assert type(second) is numpy.ndarray
+    numpy.testing.assert_array_equal(second, expected)
+
+
+def test_whole_array_work_stays_on_the_device(gpu_like):
+    host = numpy.random.default_rng(1).random((1000, 1000))
+    expected = host.copy()
+    a = npgpu.asarray(host.copy())
+    for _ in range(40):
+        expected[1:-1, 1:-1] = 0.25 * (expected[:-2, 1:-1] + expected[2:, 1:-1] + expected[1:-1, :-2]
+                                       + expected[1:-1, 2:])
+        a[1:-1, 1:-1] = 0.25 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
+    assert type(a) is _array.DeviceArray
+    numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+
+
+def test_live_views_move_with_their_array(gpu_like):
+    host = _matrix(60)
+    A = npgpu.asarray(host.copy())
+    row = A[2]
+    block = A[3:7, 10:20]
+    backwards = A[::-1, ::-2]
+    column = A.T[5]
+    frozen = A[1:4]
+    frozen.flags.writeable = False
+    lu(A, 60)
+    assert all(type(v) is _array.ResidentArray for v in (row, block, backwards, column, frozen))
+    expected = host.copy()
+    lu(expected, 60)
+    numpy.testing.assert_array_equal(numpy.asarray(backwards), expected[::-1, ::-2])
+    numpy.testing.assert_array_equal(numpy.asarray(column), expected.T[5])
+    row[:] = -1.0  # writes through a view reach the array, and the array's reach the views
+    A[5, 12] = 7.5
+    expected[2] = -1.0
+    expected[5, 12] = 7.5
+    numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+    numpy.testing.assert_array_equal(numpy.asarray(block), expected[3:7, 10:20])
+    with pytest.raises(ValueError, match="read-only"):
+        frozen[0, 0] = 1.0
+
+
+def test_recorded_work_reading_the_array_sees_its_values_from_before_the_move(gpu_like):
+    host = _matrix(60)
+    A = npgpu.asarray(host.copy())
+    doubled = A * 2.0  # recorded, not yet computed
+    lu(A, 60)
+    assert type(A) is _array.ResidentArray
+    numpy.testing.assert_array_equal(numpy.asarray(doubled), host * 2.0)
+
+
+def test_a_moved_array_is_host_data_to_everything_else(gpu_like):
+    host = _matrix(60)
+    A = npgpu.asarray(host.copy())
+    lu(A, 60)
+    assert type(A) is _array.ResidentArray
+    expected = host.copy()
+    lu(expected, 60)
+    D = npgpu.asarray(numpy.arange(3600.0).reshape(60, 60))
+    Dh = numpy.arange(3600.0).reshape(60, 60)
+    numpy.testing.assert_array_equal(numpy.asarray(A + D), expected + Dh)
+    numpy.testing.assert_array_equal(numpy.asarray(D - A), Dh - expected)
+    numpy.testing.assert_array_equal(numpy.asarray(npgpu.concatenate([A, D])), numpy.concatenate([expected, Dh]))
+    assert npgpu.sum(A) == numpy.sum(expected)
+    assert A.sum() == expected.sum()
+    assert A.shape == (60, 60) and A.dtype == numpy.float64 and len(A) == 60
+    assert isinstance(A, numpy.ndarray)
+    numpy.testing.assert_array_equal(A.T, expected.T)
+    assert float(A[3, 4]) == expected[3, 4]
+    assert repr(A) == repr(expected)
+    numpy.testing.assert_array_equal(pickle.loads(pickle.dumps(A)), expected)
+    numpy.testing.assert_array_equal(copy.deepcopy(A), expected)
+    D += A
+    numpy.testing.assert_array_equal(numpy.asarray(D), Dh + expected)
+    before = A
+    A += 1.0
+    expected += 1.0
+    assert A is before  # (in place: the same object, as NumPy's)
+    numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+    numpy.testing.assert_array_equal(numpy.asarray(npgpu.take(A, [0, 2], axis=0)), expected[[0, 2]])
+    assert npgpu.asarray(A) is A  # (as NumPy's asarray of an array: writes through it reach A)
+    alias = npgpu.asarray(A, dtype=A.dtype)
+    alias[2, 0] = -3.0
+    expected[2, 0] = -3.0
+    numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+    copied = npgpu.array(A)
+    copied[1, 1] = 99.0
+    assert A[1, 1] == expected[1, 1]
+    with pytest.raises(IndexError):
+        A[60, 0]
+
+
+def test_nothing_is_tracked_without_measured_costs():
+    assert get_backend("emulated").costs is None
+    with npgpu.enable("emulated", threshold=0):
+        A = npgpu.asarray(_matrix(30))
+        assert id(A) not in _array.tracked
+        lu(A, 30)
+        assert type(A) is _array.DeviceArray
+
+
+@pytest.mark.parametrize("name", [p for p in BACKEND_PARAMS if p.values[0] in ("opencl", "cupy")])
+def test_a_real_device_moves_a_row_loop_by_its_own_measured_costs(name):
+    """On a calibrated backend (its costs measured at first use), the same loop moves to the host:
+    a launch there costs tens (CUDA) to hundreds (PoCL) of microseconds, NumPy's call one."""
+    host = _matrix(48, seed=3)
+    expected = host.copy()
+    lu(expected, 48)
+    with npgpu.enable(name, threshold=0):
+        A = npgpu.asarray(host.copy())
+        assert type(A) is _array.DeviceArray
+        lu(A, 48)
+        assert type(A) is _array.ResidentArray
+        numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+
+
+def test_an_array_stays_where_its_move_costs_more_than_its_element_reads(gpu_like, monkeypatch):
+    """go_fast: element reads of a large matrix, then one large operation. The reads are most of
+    the time, but moving 32 MB over a 250 MB/s link takes longer than their excess (AMORTIZED
+    times): it stays."""
+    monkeypatch.setattr(gpu_like.backend, "costs", dataclasses.replace(GPU, upload_bytes_per_s=2.5e8))
+    host = numpy.random.default_rng(2).random((2000, 2000))
+    a = npgpu.asarray(host)
+    _residency.history.clear()
+    trace = 0.0
+    for i in range(3000):
+        trace += numpy.tanh(a[i % 2000, i % 1999])
+    assert type(a) is _array.DeviceArray
+    ledger = _residency.tracked[id(a)]
+    assert ledger.total < _residency.AMORTIZED * ledger.move_s
+    assert any(excess >= _residency.SHARE * took for took, excess, _, _ in _residency.history)  # (judged, kept)
+    expected = 0.0
+    for i in range(3000):
+        expected += numpy.tanh(host[i % 2000, i % 1999])
+    assert trace == expected
+    numpy.testing.assert_array_equal(numpy.asarray(a + trace), host + expected)
+
+
+def test_a_device_array_among_host_arrays_moves_for_its_uploads(gpu_like):
+    """cavity_flow: one array made on the device, every statement's other operands host arrays,
+    uploaded at each call: their uploads are what its being there costs."""
+    rng = numpy.random.default_rng(4)
+    u, p = rng.random((200, 200)), rng.random((200, 200))
+    expected, q = numpy.zeros((200, 200)), p.copy()
+    for _ in range(300):
+        expected[1:-1, 1:-1] = u[1:-1, 1:-1] * 0.5 + q[1:-1, 1:-1]
+        q[1:-1, 1:-1] = q[1:-1, 1:-1] * 0.9 + expected[1:-1, 1:-1] * 0.1
+    with npgpu.enable("emulated"):  # (host data stays host: the measured-size thresholds)
+        b = npgpu.zeros((200, 200))
+        assert type(b) is _array.DeviceArray
+        for _ in range(300):
+            b[1:-1, 1:-1] = u[1:-1, 1:-1] * 0.5 + p[1:-1, 1:-1]
+            p[1:-1, 1:-1] = p[1:-1, 1:-1] * 0.9 + b[1:-1, 1:-1] * 0.1
+        assert type(b) is _array.ResidentArray
+        numpy.testing.assert_array_equal(numpy.asarray(b), expected)
+        numpy.testing.assert_array_equal(p, q)
+
+
+@pytest.mark.parametrize("name", [p for p in BACKEND_PARAMS if p.values[0] in ("opencl", "cupy")])
+def test_moves_happen_between_statements_never_inside_a_call(name):
+    """Host operands' uploads are charged inside the dispatcher, where the call holds device
+    memory: they add up there and are judged at the next read of a tracked array (a move inside
+    the call handed the device a host array)."""
+    rng = numpy.random.default_rng(5)
+    host, w = rng.random((300, 300)), rng.random(300)
+    expected = [(host[k % 300] * w).sum() for k in range(2000)]
+    with npgpu.enable(name, threshold=0):
+        A = npgpu.asarray(host.copy())
+        totals = [(A[k % 300] * w).sum() for k in range(2000)]
+        assert type(A) is _array.ResidentArray
+    numpy.testing.assert_allclose(totals, expected, rtol=1e-13)  # (a device's sums add in its own order)
