@@ -83,16 +83,21 @@ def test_waiting_for_kernels_at_a_download_is_device_time_not_transfer_time(monk
     assert row.split()[-2:] == ["2.00", "5002.00"]  # (the small download's 2 ms are waiting)
 
 
-def test_an_upload_waits_for_queued_work_as_device_time(monkeypatch):
+def test_a_large_upload_waits_for_queued_work_as_device_time_a_small_one_not_at_all(monkeypatch):
     clock = _Clock()
     monkeypatch.setattr(_transfer, "time", clock)
+    large = _transfer.UPLOAD_SPLIT_BYTES // 8
     with npgpu.enable("emulated", threshold=0):
         backend = _config.current().backend
-        monkeypatch.setattr(backend, "sync", lambda: setattr(clock, "now", clock.now + 1.0))
+        syncs = []
+        monkeypatch.setattr(backend, "sync", lambda: (syncs.append(1), setattr(clock, "now", clock.now + 1.0)))
         npgpu.report(reset=True)
-        npgpu.asarray(numpy.ones(10_000))
+        npgpu.asarray(numpy.ones(10_000))  # 80 kB: the queued kernels go on while it copies
+        assert not syncs
+        npgpu.asarray(numpy.ones(large))
+        assert len(syncs) == 1
     totals = npgpu.report().totals()
-    assert totals.bytes_to_device == 80_000
+    assert totals.bytes_to_device == 80_000 + large * 8
     assert totals.device_wait_seconds == pytest.approx(1.0) and totals.transfer_seconds == 0.0
 
 
