@@ -51,6 +51,18 @@ def forward_substitution(xp: Any, lower: Any, rhs: Any) -> Any:
     return x
 
 
+def row_factorization(a: Any) -> Any:
+    """Doolittle's LU in place, one element at a time: a row-times-column product per element."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(i):
+            a[i, j] -= a[i, :j] @ a[:j, j]
+            a[i, j] /= a[j, j]
+        for j in range(i, n):
+            a[i, j] -= a[i, :i] @ a[:i, j]
+    return a
+
+
 def scalar_loop(xp: Any, a: Any, out: Any, count: int) -> float:
     """Element reads and writes from Python: a recurrence over the first ``count`` elements."""
     total = 0.0
@@ -107,6 +119,23 @@ class TimeTriangularSolve(BackendBenchmark):
     def time_solve(self, backend: str) -> None:
         x = forward_substitution(self.xp, self.xp.asarray(self.lower), self.xp.asarray(self.rhs))
         self.finish(x)
+
+
+class TimeRowFactorization(BackendBenchmark):
+    """LU of a 250 x 250 matrix (500 kB) written as element and row operations in a Python loop:
+    the work residency (npgpu/_residency.py) moves to the host on its first call and keeps there
+    on the next (asv repeats a call within one enable())."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        n = 250
+        self.host = random_array((n, n), seed=9) + n * numpy.eye(n)
+
+    def time_factorize(self, backend: str) -> None:
+        self.finish(row_factorization(self.xp.asarray(self.host.copy())))
 
 
 class TimeScalarLoop(BackendBenchmark):
