@@ -29,6 +29,11 @@ view of it (``migrate``), and its origin is learned: arrays made there later, wh
 loop that ran slower than NumPy on its first call runs as NumPy on the next. An array moves only
 once its excess has cost AMORTIZED times its own move. A new window opens.
 
+Arrays move only while the program runs one thread (daemon threads aside: libraries' background
+threads, npgpu's staging workers): another thread could be inside a call holding the array's
+device memory. With more threads, origins are
+learned and arrays made there later are NumPy's.
+
 A moved array is a ``ResidentArray`` (npgpu/_array.py): the same object the program holds, now a
 thin front for its host array, so what the program does with it is NumPy's work (views of it are
 NumPy arrays). The report counts each move (MOVED_TO_HOST) with the bytes it downloaded.
@@ -246,10 +251,19 @@ def migrate(root: Any, ledger: Ledger) -> bool:
             return False
         del tracked[id(root)]
         ledger.learned[ledger.origin] = True
+        if _other_threads():
+            return False  # (another thread may be inside a call that holds this array's device memory)
         moved = _move(root)
     _report.record(MOVE, "host" if moved else "device", rule=_report.MOVED_TO_HOST if moved else None)
     return moved
 
+
+def _other_threads() -> bool:
+    """Whether a thread of the program's other than this one runs (a non-daemon thread: the
+    program's workers and executors; libraries' background threads are daemons, as npgpu's
+    staging workers are): arrays move only while there is none; else only origins are learned."""
+    me = threading.current_thread()
+    return any(t is not me and not t.daemon for t in threading.enumerate())
 
 #: how the report names a move (a function-like row: the bytes it downloaded are its transfer)
 MOVE = "residency: moved to the host"

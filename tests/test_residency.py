@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import threading
 
 import numpy
 import pytest
@@ -272,3 +273,23 @@ def test_moves_happen_between_statements_never_inside_a_call(name):
         totals = [(A[k % 300] * w).sum() for k in range(2000)]
         assert type(A) is _array.ResidentArray
     numpy.testing.assert_allclose(totals, expected, rtol=1e-13)  # (a device's sums add in its own order)
+
+
+def test_with_another_thread_running_arrays_stay_and_their_origin_is_learned(gpu_like):
+    """Another thread could be half-way through a call on the array's device memory: nothing
+    moves under it; the next array made at that origin is NumPy's."""
+    parked = threading.Event()
+    other = threading.Thread(target=parked.wait, name="user-worker")
+    other.start()
+    try:
+        host = _matrix(50)
+        expected = host.copy()
+        lu(expected, 50)
+        first = _entry(host)
+        lu(first, 50)
+        assert type(first) is _array.DeviceArray
+        numpy.testing.assert_array_equal(numpy.asarray(first), expected)
+        assert type(_entry(host)) is numpy.ndarray
+    finally:
+        parked.set()
+        other.join()
