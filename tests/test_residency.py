@@ -73,12 +73,19 @@ def _entry(host):
     return npgpu.asarray(host.copy())  # (one origin: this line, the shape and the dtype)
 
 
+def _factorized_at_one_origin(host):
+    """(the array made at _entry's origin after lu ran on it, NumPy's factorization)."""
+    expected = host.copy()
+    lu(expected, host.shape[0])
+    first = _entry(host)
+    lu(first, host.shape[0])
+    numpy.testing.assert_array_equal(numpy.asarray(first), expected)
+    return first, expected
+
+
 def test_the_next_array_made_at_that_origin_is_numpys(gpu_like):
     host = _matrix(50)
-    expected = host.copy()
-    lu(expected, 50)
-    first = _entry(host)
-    lu(first, 50)
+    first, expected = _factorized_at_one_origin(host)
     assert type(first) is _array.ResidentArray
     npgpu.report(reset=True)
     second = _entry(host)
@@ -283,12 +290,8 @@ def test_with_another_thread_running_arrays_stay_and_their_origin_is_learned(gpu
     other.start()
     try:
         host = _matrix(50)
-        expected = host.copy()
-        lu(expected, 50)
-        first = _entry(host)
-        lu(first, 50)
+        first, _ = _factorized_at_one_origin(host)
         assert type(first) is _array.DeviceArray
-        numpy.testing.assert_array_equal(numpy.asarray(first), expected)
         assert type(_entry(host)) is numpy.ndarray
     finally:
         parked.set()
