@@ -19,13 +19,14 @@ from ._report import (
     FASTER_ON_HOST,
     LEARNED_ON_HOST,
     MOVED_TO_HOST,
+    ONE_PASS_ON_HOST,
     RECORDED,
     RULES,
 )
 from .backends.costs import USES
 
 __all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "LEARNED_ON_HOST",
-           "MOVED_TO_HOST", "RECORDED", "RULES",
+           "MOVED_TO_HOST", "ONE_PASS_ON_HOST", "RECORDED", "RULES",
            "describe", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
 
 def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) -> float | None:

@@ -96,7 +96,10 @@ RECORDED = "elementwise work or a view of device arrays, recorded where it was c
 #: the time, by the measured costs, moved to the host; arrays made later where it was made stay in NumPy
 MOVED_TO_HOST = "its element and row work ran faster in NumPy (measured costs): moved to the host"
 LEARNED_ON_HOST = "arrays made here moved to the host (residency, this enable()): made in NumPy"
-RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED, MOVED_TO_HOST, LEARNED_ON_HOST)
+ONE_PASS_ON_HOST = ("a reduction of host data reads it once: its upload costs more than NumPy's pass (measured): "
+                    "stays in NumPy")
+RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED, MOVED_TO_HOST, LEARNED_ON_HOST,
+         ONE_PASS_ON_HOST)
 #: (call site, where, placement rule) -> [calls, estimated seconds of the other choice, calls estimated]
 _rules: dict[tuple[tuple[str, int], str, str], list[Any]] = {}
 

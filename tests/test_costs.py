@@ -105,3 +105,23 @@ def test_a_large_product_of_small_host_vectors_is_made_on_the_device(device_back
     assert type(big) is npgpu.DeviceArray and type(small) is numpy.ndarray
     numpy.testing.assert_array_equal(numpy.asarray(big), numpy.outer(u, v))
     numpy.testing.assert_array_equal(small, numpy.outer(u[:5], v[:5]))
+
+
+def test_a_reduction_of_host_data_moves_only_where_its_one_pass_pays_for_the_upload(monkeypatch):
+    """A reduction reads host data once, and the device's copy is dropped after it: at the H200's
+    figures (link 8 GB/s, NumPy 8.5 GB/s) the upload alone takes NumPy's time, so the sum stays in
+    NumPy; over a link much faster than NumPy's pass (here 200 GB/s) it moves."""
+    h200 = Costs(launch_s=34e-6, device_bytes_per_s=1e12, host_bytes_per_s=8.5e9, upload_s=30e-6,
+                 upload_bytes_per_s=8.2e9)
+    host = numpy.random.default_rng(0).random((8, 3, 3, 128, 32))  # (resnet's per-pixel product: 2.4 MB)
+    expected = numpy.sum(host, axis=(1, 2, 3))
+    backend = npgpu._get_backend("emulated")
+    for costs, where in ((h200, "host"), (Costs(launch_s=10e-6, device_bytes_per_s=2e12, host_bytes_per_s=5e9,
+                                                upload_s=15e-6, upload_bytes_per_s=200e9), "device")):
+        monkeypatch.setattr(backend, "costs", costs)
+        with npgpu.enable("emulated", threshold=1 << 20):
+            npgpu.report(reset=True)
+            got = npgpu.sum(host, axis=(1, 2, 3))
+            counts = npgpu.report().functions["sum"]
+        assert (counts.host, counts.device) == ((1, 0) if where == "host" else (0, 1))
+        numpy.testing.assert_array_equal(numpy.asarray(got), expected)
