@@ -101,7 +101,12 @@ def origin(state: Any, *what: Any) -> Any:
     frame, library = _callsite.caller(sys._getframe(1))
     if frame is None or library:
         return None
-    return (frame.f_code, frame.f_lineno, *what)
+    key = (frame.f_code, frame.f_lineno, *what)
+    try:
+        hash(key)
+    except TypeError:  # (an argument that is a list: ``zeros_like(a, dtype=[("x", "f8")])``)
+        return None
+    return key
 
 
 def learned(state: Any, key: Any) -> bool:

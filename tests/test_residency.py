@@ -296,3 +296,9 @@ def test_with_another_thread_running_arrays_stay_and_their_origin_is_learned(gpu
     finally:
         parked.set()
         other.join()
+
+
+def test_an_origin_with_an_unhashable_argument_is_placed_by_its_bytes(gpu_like):
+    a = npgpu.asarray(numpy.ones((4, 5)))
+    made = npgpu.zeros_like(a, dtype=[("x", "f8"), ("y", "i4")])  # (a list: not an origin key)
+    assert numpy.asarray(made).dtype == numpy.zeros_like(numpy.ones((4, 5)), dtype=[("x", "f8"), ("y", "i4")]).dtype
