@@ -164,7 +164,7 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     wrapped = wrap(result, backend, func, True, devices)
     if origin is not None:
         _residency.track(wrapped, state, origin)
-    elif tracked and devices and type(wrapped) is not DeviceArray and isinstance(wrapped, numpy.generic):
+    elif tracked and devices and isinstance(wrapped, numpy.generic):
         _residency.charge_moves(devices, 0)  # (a scalar read back: its round trip)
     return wrapped
 
