@@ -4,7 +4,8 @@ Each workload receives its data as host arrays handed in through ``xp.asarray`` 
 loaded) and leaves every placement decision to npgpu: these measure placement and the cost of
 device operations in loops, not one kernel. The kinds follow the NPBench kernels that did not
 speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
-solve with a Python loop over rows, a loop of scalar reads and writes.
+solve with a Python loop over rows, a loop of scalar reads and writes, a window loop whose
+small host weights feed every pixel.
 
 ``TimeOperationCost`` measures the per-operation cost itself: the CPU time per recorded-and-
 launched elementwise operation on a device array (the target: 5 us or less; CuPy's own launch
@@ -70,6 +71,34 @@ def scalar_loop(xp: Any, a: Any, out: Any, count: int) -> float:
         out[i] = 0.5 * out[i - 1] + a[i]
         total += float(a[i])
     return total
+
+
+def window_products(xp: Any, image: Any, weights: Any) -> Any:
+    """A convolution one output pixel at a time: each window times the (host) weights, summed
+    (resnet's loop, in one dimension of pixels)."""
+    k = weights.shape[0]
+    out = xp.empty((image.shape[0] - k + 1, weights.shape[-1]), image.dtype)
+    for i in range(out.shape[0]):
+        out[i] = xp.sum(image[i:i + k, :, None] * weights[:, :, :], axis=(0, 1))  # (a new view each time)
+    return out
+
+
+class TimeHostWeightsLoop(BackendBenchmark):
+    """A window loop of 500 pixels over a 4 MB image on the device whose weights (a 48 kB host
+    array) feed every pixel's product: the weights' device copy is kept and reused
+    (``_transfer.upload_operand``), the image moves to the host if its per-pixel work runs
+    faster there (residency)."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.image = random_array((502, 1000), seed=11)
+        self.weights = random_array((3, 1000, 4), seed=12).astype(numpy.float32)
+
+    def time_pixels(self, backend: str) -> None:
+        self.finish(window_products(self.xp, self.xp.asarray(self.image), self.weights))
 
 
 class TimeStencil2D(BackendBenchmark):

@@ -15,7 +15,7 @@ from ._array import MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
 from ._report import notify
-from ._transfer import holds_device_array, scan, to_native_tree, upload, wrap
+from ._transfer import holds_device_array, scan, to_native_tree, upload, upload_bytes, upload_operand, wrap
 from .lazy import materialize as _lazy
 from .lazy import recorder as _recorder
 
@@ -685,7 +685,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         return fallback(uf, call, inputs, kwargs, mutated, state,
                         reason=_ufunc_reason(uf, method, dtypes, options, backend))
     if hosts and tracked:
-        _residency.charge_moves(devices + out_devices, sum(h.nbytes for h in hosts))
+        _residency.charge_moves(devices + out_devices, upload_bytes(hosts, backend))
     if out is None and not options and hosts and devices and state.fusion and method == "__call__":
         recorded = _record_with_host_operands(uf, inputs, loop, operand_dtypes, backend, frame)
         if recorded is not NotImplemented:
@@ -694,7 +694,9 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
             return out[0]
         _before_writes(mutated)
-        ninputs = tuple(to_native_tree(x, backend, uf) for x in inputs)
+        reads = method in _READ_ONLY_INPUTS  # (its inputs only read: a kept device copy may serve)
+        ninputs = tuple(upload_operand(x, backend, uf) if reads and type(x) is numpy.ndarray
+                        else to_native_tree(x, backend, uf) for x in inputs)
         options = {k: to_native_tree(v, backend, uf) for k, v in options.items()}
         if out is not None:
             options["out"] = tuple(None if o is None else o._native for o in out)
@@ -708,6 +710,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     return wrap(result, backend, uf)
 
 
+#: ufunc methods that only read their inputs (``at`` writes its first)
+_READ_ONLY_INPUTS = frozenset(("__call__", "reduce", "accumulate", "outer", "reduceat"))
+
+
 def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...],
                                operand_dtypes: tuple[numpy.dtype, ...], backend: Any, frame: Any) -> Any:
     """``device_array * host_array``: the host operand moves to the device (as it would for the
@@ -719,7 +725,7 @@ def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: t
                     for x in inputs):
         return NotImplemented
     try:
-        moved = tuple(DeviceArray(upload(x, backend, uf), backend) if type(x) is numpy.ndarray else x
+        moved = tuple(DeviceArray(upload_operand(x, backend, uf), backend) if type(x) is numpy.ndarray else x
                       for x in inputs)
     except FALLBACK_FAULTS:  # [device faults] the general path decides (and counts) what runs where
         return NotImplemented

@@ -14,6 +14,8 @@ timing apart): below that the kernels queued before it keep running while it cop
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from typing import Any
 
@@ -82,6 +84,78 @@ def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
         native = backend.from_host(array)
     _record("to_device", array.nbytes, start, moving, func, UPLOAD_SPLIT_BYTES)
     return native
+
+
+#: host operands at most this large may have their device copy kept for reuse (REUSE_*)
+REUSE_MAX_BYTES = 1 << 20
+#: the device memory the kept copies may hold in all, and how many there may be
+REUSE_TOTAL_BYTES = 64 << 20
+REUSE_ENTRIES = 256
+_reused: collections.OrderedDict[tuple[Any, ...], list[tuple[bytes, Any]]] = collections.OrderedDict()
+_reused_bytes = [0]
+_reuse_lock = threading.Lock()
+
+
+def _reuse_key(array: numpy.ndarray, backend: Any) -> tuple[Any, ...] | None:
+    """Where a device copy of ``array`` is worth keeping, the key its copies are kept under; else
+    None. Worth it where reading the host array's bytes to compare them (about one NumPy
+    operation on it, by the measured costs) costs less than uploading them again."""
+    costs = backend.costs
+    nbytes = array.nbytes
+    if (costs is None or nbytes > REUSE_MAX_BYTES or array.dtype.kind not in "biufc"
+            or costs.host_op_s(nbytes) >= costs.upload_time_s(nbytes)):
+        return None
+    return (id(backend), array.shape, array.strides, array.dtype)
+
+
+def reusable(array: numpy.ndarray, backend: Any) -> bool:
+    """Whether a kept device copy of host memory laid out like ``array`` exists (its bytes not
+    compared: an estimate, for charging what a call moves)."""
+    key = _reuse_key(array, backend) if _reused else None
+    return key is not None and key in _reused
+
+
+def upload_bytes(hosts: list[numpy.ndarray], backend: Any) -> int:
+    """The bytes uploading ``hosts`` as a call's inputs moves, kept copies not counted (an estimate)."""
+    return sum(h.nbytes for h in hosts if not reusable(h, backend))
+
+
+def upload_operand(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
+    """A device copy of a host array a call only reads (a ufunc's input): small host operands
+    that keep feeding device work (resnet's weights, a view of them taken at each of 9 408
+    pixels) are uploaded once. The device copy of the same bytes in the same layout is kept,
+    and used again while the host memory holds exactly those bytes (compared bit for bit, each
+    time: the program may have changed them through NumPy). The copy is never handed to the
+    program, so nothing writes it."""
+    key = _reuse_key(array, backend)
+    if key is None:
+        return upload(array, backend, func)
+    data = array.tobytes()
+    with _reuse_lock:
+        found = next((native for held, native in _reused.get(key, ()) if held == data), None)
+        if found is not None:
+            _reused.move_to_end(key)
+    if found is not None:
+        _report.record_kernel("reused_uploads", 1, reused_upload_bytes=array.nbytes)
+        return found
+    native = upload(array, backend, func)
+    with _reuse_lock:
+        kept = _reused.setdefault(key, [])
+        kept.insert(0, (data, native))
+        dropped = kept[4:]  # (a few copies per layout: a loop over several same-shaped operands)
+        del kept[4:]
+        _reused_bytes[0] += len(data) - sum(len(held) for held, _ in dropped)
+        while _reused and (_reused_bytes[0] > REUSE_TOTAL_BYTES or len(_reused) > REUSE_ENTRIES):
+            _, dropped = _reused.popitem(last=False)
+            _reused_bytes[0] -= sum(len(held) for held, _ in dropped)
+    return native
+
+
+def forget_reused() -> None:
+    """Drop the kept device copies of host operands (their device memory is freed)."""
+    with _reuse_lock:
+        _reused.clear()
+        _reused_bytes[0] = 0
 
 
 def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
