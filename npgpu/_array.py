@@ -269,6 +269,8 @@ class DeviceArray(NDArrayOperatorsMixin):
         if copy is False:
             raise ValueError("an npgpu device array can't be viewed as a host array without a copy (copy=False)")
         host = _core.to_host(self)
+        if tracked:  # (residency: NumPy needed its values: mandelbrot2's ``Xi[I]`` of a device mask)
+            _core.charge_conversion(self)
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:

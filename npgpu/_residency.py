@@ -2,16 +2,18 @@
 
 Where an array enters (``asarray`` of host data, a creation, a ``*_like``), placement decides from
 its bytes (npgpu/_placement.py). What follows decides here. Every device array made at such an
-entry has a ledger, and the entry an *origin*: the user's call site with the array's shape and
-dtype (a creation's: its function and requested bytes). Each read of an element or a view of the
-array (``a[i, j]``, ``a[i, :j]``) and each write into it is charged what it costs on the device
+entry has a ledger, and the entry an *origin*: the user's call site and the line that called it,
+with the array's shape and dtype (a creation's: its function and requested bytes); a copy taken
+from a tracked array by indexing (``Z = Z[I]``) has a ledger of the same origin. Each read of an
+element or a view of the array (``a[i, j]``, ``a[i, :j]``) and each write into it is charged what it costs on the device
 less what NumPy would take, by the backend's costs measured at first use (backends/costs.py):
 
 - an element read back: a round trip (``upload_s``, a small transfer and its wait) against
   NumPy's call (``host_call_s``);
 - a view of ``n`` bytes, taken to feed one operation, and a write of ``n`` bytes: a launch and
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
-  rate. A large view credits the ledger: the device's rate wins there;
+  rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
+  index arrays, or of a host value, also uploads them (mandelbrot2's ``N_[Xi[I], Yi[I]] = i``);
 - a device call of the array with host operands: their upload (``charge_moves``); with a host
   ``out=``: the download of the device operands; a function of it whose result is a scalar read
   back (``(A[k] * w).sum()``): that round trip.
@@ -93,15 +95,18 @@ class Ledger:
 
 
 def origin(state: Any, *what: Any) -> Any:
-    """The origin of an array made now: (user code object, line, *what), or None where the call
-    does not come from user code or placement can't learn (no measured costs)."""
+    """The origin of an array made now: (user code object, line, its caller's code object and
+    line, *what), or None where the call does not come from user code or placement can't learn
+    (no measured costs)."""
     backend = state.backend
     if backend is None or backend.costs is None:
         return None
     frame, library = _callsite.caller(sys._getframe(1))
     if frame is None or library:
         return None
-    key = (frame.f_code, frame.f_lineno, *what)
+    up = frame.f_back  # (and the line that called it: resnet's conv2d makes its output for three layers)
+    key = (frame.f_code, frame.f_lineno, None if up is None else up.f_code, None if up is None else up.f_lineno,
+           *what)
     try:
         hash(key)
     except TypeError:  # (an argument that is a list: ``zeros_like(a, dtype=[("x", "f8")])``)
@@ -121,7 +126,11 @@ def track(array: Any, state: Any, key: Any) -> None:
     costs = array._backend.costs
     if costs is None:
         return
-    ledger = Ledger(key, state.learned, costs, array.nbytes)
+    _open(array, key, state.learned, costs)
+
+
+def _open(array: Any, key: Any, learned: dict[Any, Any], costs: Any) -> Ledger:
+    ledger = Ledger(key, learned, costs, array.nbytes)
     ident = id(array)
 
     def forget(_: Any, ident: int = ident, ledger: Ledger = ledger) -> None:
@@ -130,6 +139,7 @@ def track(array: Any, state: Any, key: Any) -> None:
 
     ledger.ref = weakref.ref(array, forget)
     tracked[ident] = ledger
+    return ledger
 
 
 def _root(array: Any) -> Any:
@@ -145,26 +155,53 @@ def _from_user_code() -> bool:
     return (_callsite.kind(code) if found is None else found) == _callsite.USER
 
 
-def charge_read(array: Any, result: Any) -> None:
-    """``array[key]`` gave ``result``: charge the ledger of the array it views, if tracked."""
-    root = _root(array)
+def _ledger_of(root: Any) -> Ledger | None:
+    """The ledger of ``root``, opened now for a computed array the program indexes (resnet's
+    ``x = relu(batchnorm(padded))``, read at every pixel): it may move, though nothing is learned
+    (its origin is not known)."""
     ledger = tracked.get(id(root))
-    if ledger is None or not _from_user_code():
+    if ledger is None and type(root) is _DEVICE_ARRAY and root._base is None:
+        costs = root._backend.costs
+        if costs is not None:
+            ledger = _open(root, None, {}, costs)
+    return ledger
+
+
+def charge_read(array: Any, result: Any) -> None:
+    """``array[key]`` gave ``result``: charge the ledger of the array it views."""
+    if not _from_user_code():
+        return
+    root = _root(array)
+    ledger = _ledger_of(root)
+    if ledger is None:
         return
     costs = ledger.costs
     if type(result) is _DEVICE_ARRAY:
         nbytes = result.nbytes
         excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
+        if result._base is None and result._pending is None:
+            _inherit(result, ledger)
     else:  # an element read back: a round trip
         excess = costs.upload_s - costs.host_call_s
     _charge(root, ledger, excess)
 
 
+def _inherit(copy: Any, ledger: Ledger) -> None:
+    """``b = a[mask]`` (a copy, not a view) of a tracked ``a``: ``b`` has its own ledger of
+    ``a``'s origin, so a loop that keeps narrowing its array (mandelbrot2's ``Z = Z[I]``) keeps
+    being charged, and a move learns the origin the array came from."""
+    if type(copy) is _DEVICE_ARRAY and copy._base is None and id(copy) not in tracked:
+        heir = _open(copy, ledger.origin, ledger.learned, ledger.costs)
+        heir.excess, heir.total = ledger.excess, ledger.total  # (the charges of its line so far)
+
+
 def charge_write(array: Any, key: Any, value: Any) -> None:
-    """``array[key] = value`` ran: charge the ledger of the array it writes, if tracked."""
+    """``array[key] = value`` ran: charge the ledger of the array it writes."""
+    if not _from_user_code():
+        return
     root = _root(array)
-    ledger = tracked.get(id(root))
-    if ledger is None or not _from_user_code():
+    ledger = _ledger_of(root)
+    if ledger is None:
         return
     if type(value) is _DEVICE_ARRAY:
         nbytes = value.nbytes
@@ -176,7 +213,20 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
     costs = ledger.costs
-    _charge(root, ledger, costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes))
+    excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
+    uploaded = _host_bytes(key) + _host_bytes(value)
+    if uploaded:  # (host index arrays and values move to the device for the write)
+        excess += costs.upload_time_s(uploaded)
+    _charge(root, ledger, excess)
+
+
+def _host_bytes(obj: Any) -> int:
+    """The bytes of the host arrays in an index or a value."""
+    if type(obj) is numpy.ndarray:
+        return obj.nbytes
+    if type(obj) is tuple:
+        return sum(k.nbytes for k in obj if type(k) is numpy.ndarray)
+    return 0
 
 
 def _holds_device_arrays(key: Any) -> bool:
@@ -207,6 +257,21 @@ def charge_moves(devices: list[Any], nbytes: int) -> None:
         _Window.excess += excess
 
 
+def charge_conversion(array: Any) -> None:
+    """NumPy converted device ``array`` to a host array (``host[device_mask]``, a host ufunc of
+    it): the download is device time NumPy would not spend. Added to the window (and to the
+    array's ledger, if it has one), not judged: the conversion is inside NumPy's call."""
+    costs = array._backend.costs
+    if costs is None:
+        return
+    excess = costs.upload_time_s(array.nbytes)
+    ledger = tracked.get(id(_root(array)))
+    if ledger is not None:
+        ledger.excess += excess
+        ledger.total += excess
+    _Window.excess += excess
+
+
 def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
     """(root, ledger) of the tracked arrays ``devices`` view or, pending, compute from."""
     found: dict[int, tuple[Any, Ledger]] = {}
@@ -229,6 +294,8 @@ def _charge(root: Any, ledger: Ledger, excess: float) -> None:
     ledger.total += excess
     window = _Window
     window.excess += excess
+    if not window.events:  # (a window opens at its first charge: not at import, nor across a pause)
+        window.opened = time.perf_counter()
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return
@@ -262,7 +329,8 @@ def migrate(root: Any, ledger: Ledger) -> bool:
         if tracked.get(id(root)) is not ledger or type(root) is not _DEVICE_ARRAY:
             return False
         del tracked[id(root)]
-        ledger.learned[ledger.origin] = True
+        if ledger.origin is not None:  # (a computed array's: nothing to learn)
+            ledger.learned[ledger.origin] = True
         if _other_threads():
             return False  # (another thread may be inside a call that holds this array's device memory)
         moved = _move(root)
