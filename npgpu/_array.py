@@ -268,9 +268,12 @@ class DeviceArray(NDArrayOperatorsMixin):
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> numpy.ndarray:
         if copy is False:
             raise ValueError("an npgpu device array can't be viewed as a host array without a copy (copy=False)")
-        host = _core.to_host(self)
         if tracked:  # (residency: NumPy needed its values: mandelbrot2's ``Xi[I]`` of a device mask)
-            _core.charge_conversion(self)
+            moved: list[float] = []
+            host = _core.to_host(self, None, moved)
+            _core.charge_conversion(self, moved[0] if moved else None)
+        else:
+            host = _core.to_host(self)
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:

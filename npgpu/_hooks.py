@@ -46,7 +46,7 @@ class Core(Protocol):
     def on_host(self, key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A library's NumPy call on device arrays: NumPy runs it on host copies (_dispatch.on_host)."""
 
-    def to_host(self, array: Any, func: Any = None) -> Any:
+    def to_host(self, array: Any, func: Any = None, moved: list[float] | None = None) -> Any:
         """A host copy of a device array (_transfer.to_host)."""
 
     def materialize(self, array: Any, out: Any = None) -> None:
@@ -64,7 +64,7 @@ class Core(Protocol):
     def charge_write(self, array: Any, key: Any, value: Any) -> None:
         """Residency: ``array[key] = value`` ran (npgpu/_residency.py)."""
 
-    def charge_conversion(self, array: Any) -> None:
+    def charge_conversion(self, array: Any, moving_s: float | None = None) -> None:
         """Residency: NumPy converted ``array`` to a host array (npgpu/_residency.py)."""
 
 

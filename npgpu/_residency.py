@@ -257,14 +257,19 @@ def charge_moves(devices: list[Any], nbytes: int) -> None:
         _Window.excess += excess
 
 
-def charge_conversion(array: Any) -> None:
+def charge_conversion(array: Any, moving_s: float | None = None) -> None:
     """NumPy converted device ``array`` to a host array (``host[device_mask]``, a host ufunc of
-    it): the download is device time NumPy would not spend. Added to the window (and to the
-    array's ledger, if it has one), not judged: the conversion is inside NumPy's call."""
+    it): the download is time NumPy would not spend. Added to the window (and to the array's
+    ledger, if it has one), not judged: the conversion is inside NumPy's call. The time the copy
+    took (``moving_s``, measured after its wait for the device: that wait is work NumPy would have
+    done too) where the transfer measured it apart; else the link's measured cost for its bytes
+    (mandelbrot2's pageable downloads of 1-3 MB ran at 3 GB/s on the H200, the link's
+    measured rate is 9)."""
     costs = array._backend.costs
     if costs is None:
         return
-    excess = costs.upload_time_s(array.nbytes)
+    nbytes = array.nbytes
+    excess = moving_s if moving_s is not None and nbytes >= _transfer.SPLIT_BYTES else costs.upload_time_s(nbytes)
     ledger = tracked.get(id(_root(array)))
     if ledger is not None:
         ledger.excess += excess

@@ -158,9 +158,11 @@ def forget_reused() -> None:
         _reused_bytes[0] = 0
 
 
-def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
+def to_host(array: DeviceArray, func: Any = None, moved: list[float] | None = None) -> numpy.ndarray:
     """A host copy of a device array with the same memory order of its axes (NumPy's order='K'),
-    so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would."""
+    so ``np.asarray(a.T)`` and a fallback's ``ravel(x, 'A')`` see the layout NumPy would.
+    ``moved``: gets the seconds the copy took after its wait for the device (the whole time
+    below SPLIT_BYTES, where there is no separate wait)."""
     start = time.perf_counter()
     backend = array._backend
     moving = start
@@ -182,6 +184,8 @@ def to_host(array: DeviceArray, func: Any = None) -> numpy.ndarray:
         host = _lazy.host_value(array)
         start = moving = time.perf_counter()  # (NumPy computed it: host time, neither moving nor waiting)
     _record("to_host", host.nbytes, start, moving, func)
+    if moved is not None:
+        moved.append(time.perf_counter() - moving)
     _fperr.deliver(backend)  # the host waited for the device: floating-point warnings come now
     return host
 

@@ -282,13 +282,14 @@ def test_a_device_array_among_host_arrays_moves_for_its_uploads(gpu_like):
 def test_moves_happen_between_statements_never_inside_a_call(name):
     """Host operands' uploads are charged inside the dispatcher, where the call holds device
     memory: they add up there and are judged at the next read of a tracked array (a move inside
-    the call handed the device a host array)."""
+    the call handed the device a host array). The host operand differs at every step (``w + k``),
+    so it is uploaded each time (a kept copy serves only equal bytes)."""
     rng = numpy.random.default_rng(5)
     host, w = rng.random((300, 300)), rng.random(300)
-    expected = [(host[k % 300] * w).sum() for k in range(2000)]
+    expected = [(host[k % 300] * (w + k)).sum() for k in range(2000)]
     with npgpu.enable(name, threshold=0):
         A = npgpu.asarray(host.copy())
-        totals = [(A[k % 300] * w).sum() for k in range(2000)]
+        totals = [(A[k % 300] * (w + k)).sum() for k in range(2000)]
         assert type(A) is _array.ResidentArray
     numpy.testing.assert_allclose(totals, expected, rtol=1e-13)  # (a device's sums add in its own order)
 
