@@ -13,7 +13,7 @@ less what NumPy would take, by the backend's costs measured at first use (backen
 - a view of ``n`` bytes, taken to feed one operation, and a write of ``n`` bytes: a launch and
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
   rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
-  index arrays, or of a host value, also uploads them (mandelbrot2's ``N_[Xi[I], Yi[I]] = i``);
+  index arrays, or of a host value, uploads them: the dispatcher charges that (``charge_moves``);
 - a device call of the array with host operands: their upload (``charge_moves``); with a host
   ``out=``: the download of the device operands; a function of it whose result is a scalar read
   back (``(A[k] * w).sum()``): that round trip.
@@ -213,20 +213,8 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
     costs = ledger.costs
-    excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
-    uploaded = _host_bytes(key) + _host_bytes(value)
-    if uploaded:  # (host index arrays and values move to the device for the write)
-        excess += costs.upload_time_s(uploaded)
-    _charge(root, ledger, excess)
-
-
-def _host_bytes(obj: Any) -> int:
-    """The bytes of the host arrays in an index or a value."""
-    if type(obj) is numpy.ndarray:
-        return obj.nbytes
-    if type(obj) is tuple:
-        return sum(k.nbytes for k in obj if type(k) is numpy.ndarray)
-    return 0
+    # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
+    _charge(root, ledger, costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes))
 
 
 def _holds_device_arrays(key: Any) -> bool:
@@ -254,6 +242,7 @@ def charge_moves(devices: list[Any], nbytes: int) -> None:
         excess = ledger.costs.upload_time_s(nbytes) / len(ledgers)
         ledger.excess += excess
         ledger.total += excess
+        _opening(_Window)
         _Window.excess += excess
 
 
@@ -274,6 +263,7 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
     if ledger is not None:
         ledger.excess += excess
         ledger.total += excess
+    _opening(_Window)
     _Window.excess += excess
 
 
@@ -294,13 +284,18 @@ def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
     return list(found.values())
 
 
+def _opening(window: type[_Window]) -> None:
+    """A window opens at its first charge or added cost: not at import, nor across a pause."""
+    if not window.events and not window.excess:
+        window.opened = time.perf_counter()
+
+
 def _charge(root: Any, ledger: Ledger, excess: float) -> None:
     ledger.excess += excess
     ledger.total += excess
     window = _Window
+    _opening(window)
     window.excess += excess
-    if not window.events:  # (a window opens at its first charge: not at import, nor across a pause)
-        window.opened = time.perf_counter()
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return

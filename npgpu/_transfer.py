@@ -105,7 +105,7 @@ def _reuse_key(array: numpy.ndarray, backend: Any) -> tuple[Any, ...] | None:
     if (costs is None or nbytes > REUSE_MAX_BYTES or array.dtype.kind not in "biufc"
             or costs.host_op_s(nbytes) >= costs.upload_time_s(nbytes)):
         return None
-    return (id(backend), array.shape, array.strides, array.dtype)
+    return (backend, array.shape, array.strides, array.dtype)  # (the backend itself: an id could be reused)
 
 
 def reusable(array: numpy.ndarray, backend: Any) -> bool:
@@ -139,6 +139,8 @@ def upload_operand(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
         _report.record_kernel("reused_uploads", 1, reused_upload_bytes=array.nbytes)
         return found
     native = upload(array, backend, func)
+    if array.tobytes() != data:  # (another thread wrote it meanwhile: that copy is not kept)
+        return native
     with _reuse_lock:
         kept = _reused.setdefault(key, [])
         kept.insert(0, (data, native))

@@ -347,3 +347,40 @@ def test_an_array_narrowed_by_masks_keeps_its_origin(gpu_like, monkeypatch):
         assert type(got) is not _array.DeviceArray
     assert _placed_by(_placement.MOVED_TO_HOST)
     assert _placed_by(_placement.LEARNED_ON_HOST)
+
+
+def test_numpys_conversion_of_a_tracked_array_is_charged_its_download(gpu_like):
+    """``host[device_mask]`` makes NumPy convert the mask: the copy's time is charged to the
+    array's ledger and the window (added, never judged inside NumPy's call)."""
+    A = npgpu.asarray(numpy.arange(100_000.0))
+    ledger = _array.tracked[id(A)]
+    before, window = ledger.total, _residency._Window.excess
+    host = numpy.arange(100_000.0) * 2
+    picked = host[A > -1.0]  # (a computed mask: charged to the window only)
+    numpy.testing.assert_array_equal(picked, host)
+    assert ledger.total == before
+    assert _residency._Window.excess > window
+    window = _residency._Window.excess
+    copied = numpy.asarray(A)
+    numpy.testing.assert_array_equal(copied, numpy.arange(100_000.0))
+    assert ledger.total > before
+    assert _residency._Window.excess - window == pytest.approx(ledger.total - before)
+    assert type(A) is _array.DeviceArray  # (nothing moves inside a conversion)
+
+
+def test_a_write_keyed_by_host_index_arrays_is_charged_their_upload_once(gpu_like):
+    A = npgpu.asarray(numpy.zeros(100_000))
+    ledger = _array.tracked[id(A)]
+    rows = numpy.arange(0, 100_000, 2)
+    before = ledger.total
+    A[5] = 1.0
+    assert ledger.total - before == pytest.approx(GPU.device_op_s(8) - GPU.host_call_s - GPU.host_op_s(8))
+    before = ledger.total
+    A[rows] = 3.0
+    written = rows.size * 8
+    assert ledger.total - before == pytest.approx(
+        GPU.upload_time_s(rows.nbytes) + GPU.device_op_s(written) - GPU.host_call_s - GPU.host_op_s(written))
+    expected = numpy.zeros(100_000)
+    expected[5] = 1.0
+    expected[rows] = 3.0
+    numpy.testing.assert_array_equal(numpy.asarray(A), expected)
