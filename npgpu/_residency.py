@@ -148,9 +148,10 @@ def _root(array: Any) -> Any:
 
 
 def _from_user_code() -> bool:
-    """Whether DeviceArray's indexing was called from user code (two frames up): only there does
-    a charge judge (and maybe move arrays), never inside npgpu, where a call may hold device memory."""
-    code = sys._getframe(3).f_code
+    """Whether DeviceArray's indexing was called from user code (above _indexed, charge_read or
+    charge_write, and DeviceArray's method): only there does a charge judge (and maybe move
+    arrays), never inside npgpu, where a call may hold device memory."""
+    code = sys._getframe(4).f_code
     found = _code_kind.get(code)
     return (_callsite.kind(code) if found is None else found) == _callsite.USER
 
@@ -167,14 +168,22 @@ def _ledger_of(root: Any) -> Ledger | None:
     return ledger
 
 
-def charge_read(array: Any, result: Any) -> None:
-    """``array[key]`` gave ``result``: charge the ledger of the array it views."""
+def _indexed(array: Any) -> tuple[Any, Ledger] | None:
+    """(root, ledger) of the array that user code's indexing of ``array`` reads or writes; None
+    where the indexing comes from npgpu or the root can have no ledger."""
     if not _from_user_code():
-        return
+        return None
     root = _root(array)
     ledger = _ledger_of(root)
-    if ledger is None:
+    return None if ledger is None else (root, ledger)
+
+
+def charge_read(array: Any, result: Any) -> None:
+    """``array[key]`` gave ``result``: charge the ledger of the array it views."""
+    found = _indexed(array)
+    if found is None:
         return
+    root, ledger = found
     costs = ledger.costs
     if type(result) is _DEVICE_ARRAY:
         nbytes = result.nbytes
@@ -190,19 +199,17 @@ def _inherit(copy: Any, ledger: Ledger) -> None:
     """``b = a[mask]`` (a copy, not a view) of a tracked ``a``: ``b`` has its own ledger of
     ``a``'s origin, so a loop that keeps narrowing its array (mandelbrot2's ``Z = Z[I]``) keeps
     being charged, and a move learns the origin the array came from."""
-    if type(copy) is _DEVICE_ARRAY and copy._base is None and id(copy) not in tracked:
+    if id(copy) not in tracked:
         heir = _open(copy, ledger.origin, ledger.learned, ledger.costs)
         heir.excess, heir.total = ledger.excess, ledger.total  # (the charges of its line so far)
 
 
 def charge_write(array: Any, key: Any, value: Any) -> None:
     """``array[key] = value`` ran: charge the ledger of the array it writes."""
-    if not _from_user_code():
+    found = _indexed(array)
+    if found is None:
         return
-    root = _root(array)
-    ledger = _ledger_of(root)
-    if ledger is None:
-        return
+    root, ledger = found
     if type(value) is _DEVICE_ARRAY:
         nbytes = value.nbytes
     elif _holds_device_arrays(key):
@@ -239,11 +246,7 @@ def charge_moves(devices: list[Any], nbytes: int) -> None:
     for _, ledger in ledgers:
         # (added, not judged: the call has taken its operands' device memory; the next read or
         # write of a tracked array, where no call is half-way, judges the window)
-        excess = ledger.costs.upload_time_s(nbytes) / len(ledgers)
-        ledger.excess += excess
-        ledger.total += excess
-        _opening(_Window)
-        _Window.excess += excess
+        _add(ledger, ledger.costs.upload_time_s(nbytes) / len(ledgers))
 
 
 def charge_conversion(array: Any, moving_s: float | None = None) -> None:
@@ -259,12 +262,7 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
         return
     nbytes = array.nbytes
     excess = moving_s if moving_s is not None and nbytes >= _transfer.SPLIT_BYTES else costs.upload_time_s(nbytes)
-    ledger = tracked.get(id(_root(array)))
-    if ledger is not None:
-        ledger.excess += excess
-        ledger.total += excess
-    _opening(_Window)
-    _Window.excess += excess
+    _add(tracked.get(id(_root(array))), excess)
 
 
 def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
@@ -284,23 +282,25 @@ def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
     return list(found.values())
 
 
-def _opening(window: type[_Window]) -> None:
-    """A window opens at its first charge or added cost: not at import, nor across a pause."""
+def _add(ledger: Ledger | None, excess: float) -> None:
+    """Add ``excess`` to ``ledger`` (if any) and the window, which opens at its first charge or
+    added cost: not at import, nor across a pause."""
+    if ledger is not None:
+        ledger.excess += excess
+        ledger.total += excess
+    window = _Window
     if not window.events and not window.excess:
         window.opened = time.perf_counter()
+    window.excess += excess
 
 
 def _charge(root: Any, ledger: Ledger, excess: float) -> None:
-    ledger.excess += excess
-    ledger.total += excess
+    _add(ledger, excess)
     window = _Window
-    _opening(window)
-    window.excess += excess
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return
-    now = time.perf_counter()
-    took = now - window.opened
+    took = time.perf_counter() - window.opened
     if took < MIN_WINDOW_S:
         return
     with _lock:
@@ -315,7 +315,7 @@ def _charge(root: Any, ledger: Ledger, excess: float) -> None:
         for each in tracked.values():
             each.excess = 0.0
         history.append((took, window.excess, window.events, len(moving)))
-        window.opened, window.excess, window.events = now, 0.0, 0
+        window.excess, window.events = 0.0, 0  # (the next charge opens the next window)
     for each in moving:
         array = each.ref()
         if array is not None:

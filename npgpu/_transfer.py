@@ -91,6 +91,8 @@ REUSE_MAX_BYTES = 1 << 20
 #: the device memory the kept copies may hold in all, and how many there may be
 REUSE_TOTAL_BYTES = 64 << 20
 REUSE_ENTRIES = 256
+#: copies kept per layout (a loop over several same-shaped host operands)
+REUSE_PER_LAYOUT = 4
 _reused: collections.OrderedDict[tuple[Any, ...], list[tuple[bytes, Any]]] = collections.OrderedDict()
 _reused_bytes = [0]
 _reuse_lock = threading.Lock()
@@ -144,8 +146,8 @@ def upload_operand(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
     with _reuse_lock:
         kept = _reused.setdefault(key, [])
         kept.insert(0, (data, native))
-        dropped = kept[4:]  # (a few copies per layout: a loop over several same-shaped operands)
-        del kept[4:]
+        dropped = kept[REUSE_PER_LAYOUT:]
+        del kept[REUSE_PER_LAYOUT:]
         _reused_bytes[0] += len(data) - sum(len(held) for held, _ in dropped)
         while _reused and (_reused_bytes[0] > REUSE_TOTAL_BYTES or len(_reused) > REUSE_ENTRIES):
             _, dropped = _reused.popitem(last=False)
