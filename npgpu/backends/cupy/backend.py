@@ -418,15 +418,11 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
         acc_dtype = graph.out_dtypes[0]
-        if op not in self.FUSED_REDUCTIONS or not inputs or \
-                not _table.supports_loop(codegen.REDUCE_UFUNCS[op], (acc_dtype,) * 3):
+        combine = _combine(op, acc_dtype) if op in self.FUSED_REDUCTIONS and inputs else None
+        if combine is None:
             return None
+        reduce_expr, combine_helpers, identity = combine
         cp = self.xp
-        # (the combine and the identity from the one table: -0.0 for a float sum, which keeps
-        # negative zeros' sign)
-        reduce_expr, combine_helpers = _table.render(codegen.REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["a", "b"], 0,
-                                                     "cuda")
-        identity = _table.identity_literal(op, acc_dtype)
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph, reduce_check)
@@ -441,6 +437,19 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if reduce_check and errors is not None:
             errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
         return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
+
+
+@functools.cache
+def _combine(op: str, acc_dtype: numpy.dtype) -> tuple[str, dict[str, str], str] | None:
+    """(combine expression, its helpers, identity literal) of a fused reduction ``op`` accumulating
+    in ``acc_dtype``, from the one table (-0.0 for a float sum, which keeps negative zeros' sign);
+    None where the table has no loop for it. Rendered once per (op, dtype): reduce_fused runs at
+    every call, before its kernel-cache lookup, and rendering is pure CPU on a loop's path."""
+    ufunc = codegen.REDUCE_UFUNCS[op]
+    if not _table.supports_loop(ufunc, (acc_dtype,) * 3):
+        return None
+    expr, helpers = _table.render(ufunc, (acc_dtype,) * 3, ["a", "b"], 0, "cuda")
+    return expr, helpers, _table.identity_literal(op, acc_dtype)
 
 
 #: functions whose results report NumPy's reduce errors (CupyBackend._reduction_errors)
