@@ -504,11 +504,11 @@ class DeviceArray(NDArrayOperatorsMixin):
             result = _core.getitem(self, key, sys._getframe(1))
             if result is not NotImplemented:
                 if tracked:  # (residency: what reads of an entry's array cost, _residency.py)
-                    _core.charge_read(self, result)
+                    _core.charge_read(self, key, result)
                 return result
         result = _function(numpy.ndarray.__getitem__, (self, key), {})
         if tracked:
-            _core.charge_read(self, result)
+            _core.charge_read(self, key, result)
         return result
 
     def __setitem__(self, key: Any, value: Any) -> None:

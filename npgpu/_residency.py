@@ -14,6 +14,8 @@ less what NumPy would take, by the backend's costs measured at first use (backen
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
   rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
   index arrays, or of a host value, uploads them: the dispatcher charges that (``charge_moves``);
+- a copy selected by a boolean device mask (``Z[I]``): as a view of its bytes, and a round trip:
+  the host reads the mask's count back before the copy can be allocated;
 - a device call of the array with host operands: their upload (``charge_moves``); with a host
   ``out=``: the download of the device operands; a function of it whose result is a scalar read
   back (``(A[k] * w).sum()``): that round trip.
@@ -178,7 +180,7 @@ def _indexed(array: Any) -> tuple[Any, Ledger] | None:
     return None if ledger is None else (root, ledger)
 
 
-def charge_read(array: Any, result: Any) -> None:
+def charge_read(array: Any, key: Any, result: Any) -> None:
     """``array[key]`` gave ``result``: charge the ledger of the array it views."""
     found = _indexed(array)
     if found is None:
@@ -188,6 +190,8 @@ def charge_read(array: Any, result: Any) -> None:
     if type(result) is _DEVICE_ARRAY:
         nbytes = result.nbytes
         excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
+        if _device_mask(key):  # (the device counts the mask's elements, the host reads the count back)
+            excess += costs.upload_s
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
     else:  # an element read back: a round trip
@@ -222,6 +226,12 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
     costs = ledger.costs
     # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
     _charge(root, ledger, costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes))
+
+
+def _device_mask(key: Any) -> bool:
+    """Whether ``key`` is a boolean device array (``Z[I]``): the result's size is its count of
+    true elements, which the host reads back before it can allocate the result."""
+    return type(key) is _DEVICE_ARRAY and key.dtype.kind == "b"
 
 
 def _holds_device_arrays(key: Any) -> bool:

@@ -384,3 +384,21 @@ def test_a_write_keyed_by_host_index_arrays_is_charged_their_upload_once(gpu_lik
     expected[5] = 1.0
     expected[rows] = 3.0
     numpy.testing.assert_array_equal(numpy.asarray(A), expected)
+
+
+def test_a_copy_selected_by_a_device_mask_is_charged_the_round_trip_of_its_count(gpu_like):
+    """``Z[I]`` with a boolean device ``I``: the host reads back the count before the copy can be
+    allocated, a round trip a view or a host-keyed copy does not make."""
+    A = npgpu.asarray(numpy.arange(100_000.0))
+    ledger = _array.tracked[id(A)]
+    keep = A > 50_000.0
+    before = ledger.total
+    picked = A[keep]
+    nbytes = 49_999 * 8
+    view_like = GPU.device_op_s(nbytes) - GPU.host_call_s - GPU.host_op_s(nbytes)
+    assert ledger.total - before == pytest.approx(view_like + GPU.upload_s)
+    numpy.testing.assert_array_equal(numpy.asarray(picked), numpy.arange(100_000.0)[50_001:])
+    before = ledger.total
+    rows = A[numpy.arange(50_001, 100_000)]  # (host integer keys: their upload is the dispatcher's charge)
+    assert ledger.total - before == pytest.approx(GPU.upload_time_s(49_999 * 8) + view_like)
+    numpy.testing.assert_array_equal(numpy.asarray(rows), numpy.asarray(picked))
