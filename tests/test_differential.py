@@ -485,3 +485,23 @@ def test_creation_and_upload_thresholds_still_place_large_arrays(device_backend)
         assert type(npgpu.asarray(numpy.ones(100))) is numpy.ndarray
     with npgpu.enable("numpy", threshold=1000):  # the host backend never uploads
         assert type(npgpu.array([1.0] * 200)) is numpy.ndarray
+
+
+@pytest.mark.parametrize("rows, cols", [([0, 3], [1, 9]), ([0, -5], [1, 2]), ([7, 0], [1, 2]), ([0, 3], [-4, 3])])
+@differential()
+def test_index_arrays_out_of_range_on_either_axis(xp, rows, cols):
+    """Every index array of a key is checked (one read back for all of them on a device), and the
+    error names the axis and the index NumPy names."""
+    a = xp.arange(12).reshape(4, 3)
+    return a[xp.asarray(rows), xp.asarray(cols)]
+
+
+@differential()
+def test_unsigned_index_arrays_in_and_out_of_range(xp):
+    a = xp.arange(12).reshape(4, 3)
+    good = a[xp.asarray([3, 0], dtype=xp.uint8), xp.asarray([2, 1], dtype=xp.uint64)]
+    try:
+        a[xp.asarray([1, 4], dtype=xp.uint16)] = 0
+    except IndexError as error:
+        return good, a, str(error)
+    return good, a, None

@@ -460,6 +460,7 @@ class ArrayModuleBackend(Compositions, Backend):
                 raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
                                  f"{listed} ") from None
         consuming = [k for k in items if k is not None and k is not Ellipsis]
+        indexed = []  # (axis, its size, the integer index array on it)
         axis = 0
         for k in items:
             if k is None:
@@ -473,12 +474,26 @@ class ArrayModuleBackend(Compositions, Backend):
             if isinstance(k, list) or (isinstance(k, self.xp.ndarray) and k.dtype.kind in "iu"):
                 index = numpy.asarray(k) if isinstance(k, list) else k
                 if index.size and axis < a.ndim and index.dtype.kind in "iu":
-                    size = a.shape[axis]
-                    low, high = int(index.min()), int(index.max())
-                    if low < -size or high >= size:
-                        bad = high if high >= size else low
-                        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+                    indexed.append((axis, a.shape[axis], index))
             axis += 1
+        if indexed and self._outside(indexed):
+            for axis, size, index in indexed:
+                low, high = int(index.min()), int(index.max())
+                if low < -size or high >= size:
+                    bad = high if high >= size else low
+                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+
+    def _outside(self, indexed: list[tuple[int, int, Any]]) -> bool:
+        """Whether an index array of ``indexed`` has an element outside its axis: one read back for
+        all of a key's index arrays (a write ``N[rows, cols] = v`` made four, a min and a max each,
+        before), its values found only where there is one."""
+        flags = []
+        for _, size, index in indexed:
+            outside = index >= size
+            if index.dtype.kind == "i":
+                outside |= index < -size
+            flags.append(outside.any())
+        return bool(flags[0] if len(flags) == 1 else self.xp.stack(flags).any())
 
     @staticmethod
     def _method_sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> None:
