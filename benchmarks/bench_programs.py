@@ -5,7 +5,8 @@ loaded) and leaves every placement decision to npgpu: these measure placement an
 device operations in loops, not one kernel. The kinds follow the NPBench kernels that did not
 speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
 solve with a Python loop over rows, a loop of scalar reads and writes, a window loop whose
-small host weights feed every pixel.
+small host weights feed every pixel, an escape loop whose masks narrow its arrays and whose
+results are written through index arrays.
 
 ``TimeOperationCost`` measures the per-operation cost itself: the CPU time per recorded-and-
 launched elementwise operation on a device array (the target: 5 us or less; CuPy's own launch
@@ -81,6 +82,40 @@ def window_products(xp: Any, image: Any, weights: Any) -> Any:
     for i in range(out.shape[0]):
         out[i] = xp.sum(image[i:i + k, :, None] * weights[:, :, :], axis=(0, 1))  # (a new view each time)
     return out
+
+
+def escape_counts(xp: Any, re: Any, im: Any, steps: int) -> Any:
+    """Iterate z = z*z + c on a grid, keeping only the points that have not escaped: each step
+    selects with a boolean mask (the survivors) and writes the escaped points' step count through
+    their row and column indices (a write keyed by two index arrays)."""
+    rows, cols = xp.indices(re.shape)
+    rows, cols = rows.ravel(), cols.ravel()
+    c = (re + 1j * im).ravel()
+    z = xp.zeros_like(c)
+    counts = xp.zeros(re.shape, dtype=numpy.int64)
+    for step in range(steps):
+        z = z * z + c
+        out = abs(z) > 2.0
+        counts[rows[out], cols[out]] = step + 1
+        keep = ~out
+        z, c, rows, cols = z[keep], c[keep], rows[keep], cols[keep]
+    return counts
+
+
+class TimeEscapeLoop(BackendBenchmark):
+    """40 steps of an escape loop on a 500 x 500 grid: boolean-mask copies that shrink four arrays
+    and a write keyed by two index arrays per step (the bounds of index arrays are checked on the
+    device; residency charges each mask's count read back)."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.re, self.im = numpy.meshgrid(numpy.linspace(-2.0, 0.5, 500), numpy.linspace(-1.25, 1.25, 500))
+
+    def time_escape(self, backend: str) -> None:
+        self.finish(escape_counts(self.xp, self.xp.asarray(self.re), self.xp.asarray(self.im), 40))
 
 
 class TimeHostWeightsLoop(BackendBenchmark):
