@@ -29,9 +29,23 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
         return False
     if ufunc is numpy.power and loop[1].kind == "i":  # NumPy raises for negative integer exponents:
         return False  # the eager path checks them at the call, where the error belongs
-    dtypes = loop + operands
-    return (all(_table.is_supported_dtype(dt) for dt in dtypes) and _table.supports_loop(ufunc, loop)
-            and backend.supports_dtypes(dtypes))
+    key = (backend, ufunc, loop, operands)
+    known = _FUSIBLE.get(key)
+    if known is None:
+        dtypes = loop + operands
+        known = (all(_table.is_supported_dtype(dt) for dt in dtypes) and _table.supports_loop(ufunc, loop)
+                 and backend.supports_dtypes(dtypes))
+        if len(_FUSIBLE) >= _FUSIBLE_MAX:
+            _FUSIBLE.clear()
+        _FUSIBLE[key] = known
+    return known
+
+
+#: can_fuse's answers by (backend, ufunc, loop, operand dtypes): facts of the one table and of the
+#: backend's dtypes, which don't change, asked at every in-place call (13 us a call on this
+#: machine's kind, uncached); threads may both compute one, with the same answer
+_FUSIBLE: dict[tuple[Any, ...], bool] = {}
+_FUSIBLE_MAX = 4096
 
 
 def record(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
