@@ -496,6 +496,15 @@ def test_index_arrays_out_of_range_on_either_axis(xp, rows, cols):
     return a[xp.asarray(rows), xp.asarray(cols)]
 
 
+@pytest.mark.parametrize("rows, cols", [([0, 3], [1, 9]), ([0, 5], [1, 2]), ([0, 3], [2, 1])])
+@differential()
+def test_a_list_beside_an_index_array_in_and_out_of_range(xp, rows, cols):
+    """A Python list index is checked on the host, the device index array beside it on the device
+    (CuPy can't stack a host flag with a device one)."""
+    a = xp.arange(12).reshape(4, 3)
+    return a[rows, xp.asarray(cols)]
+
+
 @differential()
 def test_unsigned_index_arrays_in_and_out_of_range(xp):
     a = xp.arange(12).reshape(4, 3)

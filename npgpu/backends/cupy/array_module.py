@@ -492,7 +492,14 @@ class ArrayModuleBackend(Compositions, Backend):
             outside = index >= size
             if index.dtype.kind == "i":
                 outside |= index < -size
-            flags.append(outside.any())
+            flag = outside.any()
+            if not self.is_native(flag):  # (a list index, checked on the host: no read back)
+                if flag:
+                    return True
+                continue
+            flags.append(flag)
+        if not flags:
+            return False
         return bool(flags[0] if len(flags) == 1 else self.xp.stack(flags).any())
 
     @staticmethod
