@@ -543,7 +543,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     if not same_shape:
         shape = _broadcast_check(inputs)
     if uf is numpy.power and _integer_power(uf, loop):
-        _check_integer_exponents(inputs[1])
+        _check_integer_exponents(inputs, shape)
     if fusion and fusible and shape:  # (a 0-d result is NumPy's scalar: computed at once, not recorded)
         return _recorder.record(uf, loop, inputs, backend, shape, frame)
     if not supported:
@@ -564,8 +564,13 @@ def _integer_power(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
     return uf is numpy.power and loop[0].kind in "iu" and loop[1].kind == "i"
 
 
-def _check_integer_exponents(exponent: Any) -> None:
-    """NumPy's ValueError for an integer power with a negative exponent (the device would wrap)."""
+def _check_integer_exponents(inputs: tuple[Any, ...], shape: tuple[int, ...]) -> None:
+    """NumPy's ValueError for an integer power with a negative exponent (the device would wrap),
+    raised as NumPy's loop does: only where there are elements to compute (``shape``, the broadcast
+    result's: an empty one raises nothing)."""
+    exponent = inputs[1]
+    if 0 in shape:
+        return
     if type(exponent) is DeviceArray or type(exponent) is numpy.ndarray:
         negative = exponent.size and function(numpy.min, (exponent,), {}) < 0
     else:
@@ -672,7 +677,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
             return fallback(uf, call, inputs, kwargs, mutated, state,
                             reason="comparison with a Python int outside the array's dtype")
         if _integer_power(uf, loop):
-            _check_integer_exponents(inputs[1])
+            _check_integer_exponents(inputs, _broadcast_check(inputs))
         dtypes = loop
     else:
         dtypes = _dtypes(devices, hosts)
