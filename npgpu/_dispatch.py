@@ -486,12 +486,10 @@ _WEAK = frozenset({int, float, complex, bool})
 _BOOL = numpy.dtype(bool)  # a Python bool is NumPy's bool, not a weak scalar
 
 
-def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: Any) -> Any:
-    """The common case, kept short: device arrays and Python/NumPy scalars, no keywords.
-
-    Records the call for fusion when it can; returns NotImplemented when the general path
-    must decide.
-    """
+def _operand_keys(inputs: tuple[Any, ...]) -> tuple[Any, list[Any], Any, bool, bool] | None:
+    """(backend, dtypes or weak scalar types, the first device operand's shape, whether every device
+    operand has that shape, whether a Python int is among them) of device arrays of one backend
+    and Python/NumPy scalars; None for anything else (or no device array)."""
     backend = None
     key: list[Any] = []
     shape = None
@@ -503,7 +501,7 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
             if backend is None:
                 backend = x._backend
             elif x._backend is not backend:
-                return NotImplemented
+                return None
             operand = x._pending or x._device_data  # (a Pending is always true)
             key.append(operand.dtype)
             if shape is None:
@@ -517,9 +515,22 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
         elif isinstance(x, numpy.generic):
             key.append(x.dtype)
         else:
-            return NotImplemented
+            return None
     if backend is None:
+        return None
+    return backend, key, shape, same_shape, python_int
+
+
+def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: Any) -> Any:
+    """The common case, kept short: device arrays and Python/NumPy scalars, no keywords.
+
+    Records the call for fusion when it can; returns NotImplemented when the general path
+    must decide.
+    """
+    described = _operand_keys(inputs)
+    if described is None:
         return NotImplemented
+    backend, key, shape, same_shape, python_int = described
     cache_key = (uf, backend, *key)
     cached = _LOOPS.get(cache_key)
     if cached is None:
@@ -558,6 +569,62 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     else:
         _report.count(uf, "device", frame)
     return wrap(result, backend, uf)
+
+
+#: (ufunc, backend, output dtype, operand dtypes or weak scalar types) -> the loop dtypes of
+#: ``ufunc(..., out=a)`` when it can be recorded and run straight into ``a``, else None
+_INTO: dict[tuple[Any, ...], tuple[numpy.dtype, ...] | None] = {}
+
+
+def _fast_into(uf: numpy.ufunc, inputs: tuple[Any, ...], target: Any, frame: Any) -> bool:
+    """``a += b`` and ``ufunc(x, y, out=a)`` of device arrays and scalars into device array
+    ``a``, kept short: what ``_fuse_into_out`` does after the general path's checks, with the
+    checks that depend only on dtypes kept per dtypes. False to let the general path decide
+    (and raise NumPy's errors)."""
+    if type(target) is not DeviceArray or target._readonly:
+        return False
+    described = _operand_keys(inputs)
+    backend = target._backend
+    if described is None or described[0] is not backend:
+        return False
+    _, operands, first, same_shape, python_int = described
+    shape = target.shape
+    broadcast = not same_shape or first != shape
+    out_dtype = target.dtype
+    cache_key = (uf, backend, out_dtype, *operands)
+    try:
+        loop = _INTO[cache_key]
+    except KeyError:
+        loop = _INTO[cache_key] = _into_loop(uf, backend, operands, out_dtype)
+    if loop is None:
+        return False
+    if python_int:
+        try:
+            _check_python_ints(uf, inputs, loop)
+        except (_WidenedComparison, OverflowError):
+            return False
+    if broadcast:
+        try:
+            if numpy.broadcast_shapes(_broadcast_check(inputs), shape) != shape:
+                return False
+        except ValueError:
+            return False
+    return _run_into(uf, loop, inputs, backend, target, frame)
+
+
+def _into_loop(uf: numpy.ufunc, backend: Any, key: list[Any], out_dtype: numpy.dtype) -> tuple[numpy.dtype, ...] | None:
+    """The loop of ``uf(*operands, out=<out_dtype array>)`` if the short road may take it."""
+    if uf.signature is not None or backend.is_host or backend.prefers_host(uf):
+        return None
+    try:
+        loop = tuple(uf.resolve_dtypes((*key, out_dtype), casting="same_kind"))
+    except (TypeError, ValueError):  # (no loop, or a cast NumPy refuses: the general path raises)
+        return None
+    operands = tuple(k for k in key if isinstance(k, numpy.dtype))
+    if _integer_power(uf, loop) or not (backend.supports_dtypes(operands + (out_dtype,))
+                                        and _recorder.can_fuse(backend, uf, loop, operands + (out_dtype,))):
+        return None
+    return loop  # (resolve_dtypes refused a cast to the target that same_kind does not allow)
 
 
 def _integer_power(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
@@ -600,6 +667,11 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = _fast_call(uf, inputs, state.fusion, frame)
         if result is not NotImplemented:
             return result
+    if (method == "__call__" and len(kwargs) == 1 and state.fusion and state.backend is not None
+            and len(inputs) == uf.nin):
+        out = kwargs.get("out")
+        if type(out) is tuple and len(out) == 1 and _fast_into(uf, inputs, out[0], frame):  # a += b
+            return out[0]
     call = uf if method == "__call__" else getattr(uf, method)
     if method == "__call__" and "where" in kwargs and "out" not in kwargs and len(inputs) <= uf.nin:
         # NumPy drops out=None before calling __array_ufunc__, so whether the caller gave it is unknown:
@@ -696,7 +768,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         if recorded is not NotImplemented:
             return recorded
     try:
-        if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend):
+        if out is not None and state.fusion and _fuse_into_out(uf, method, inputs, options, out, loop, backend, frame):
             return out[0]
         _before_writes(mutated)
         reads = method in _READ_ONLY_INPUTS  # (its inputs only read: a kept device copy may serve)
@@ -752,7 +824,7 @@ def _before_writes(mutated: list[DeviceArray]) -> None:
 
 
 def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], options: dict[str, Any],
-                   out: tuple[Any, ...], loop: tuple[numpy.dtype, ...], backend: Any) -> bool:
+                   out: tuple[Any, ...], loop: tuple[numpy.dtype, ...], backend: Any, frame: Any) -> bool:
     """``a += expr`` and ``ufunc(..., out=a)``: record the call and run the graph straight into ``a``.
 
     Only when every input lies on this backend's device and none overlaps ``a`` other than
@@ -769,12 +841,20 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
     if not all(type(x) is DeviceArray and x._backend is backend or type(x) in _WEAK or isinstance(x, numpy.generic)
                for x in inputs):
         return False
-    destination = target._native
     shape = _broadcast_check(inputs)
     if tuple(shape) != target.shape and numpy.broadcast_shapes(shape, target.shape) != target.shape:
         return False
-    array = _recorder.record(uf, loop, inputs, backend, target.shape, register=False,  # (no other thread runs it)
-                         immediate=False)
+    return _run_into(uf, loop, inputs, backend, target, frame)
+
+
+def _run_into(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
+              target: Any, frame: Any) -> bool:
+    """Record ``uf(*inputs)`` and run its graph into ``target``; False where the graph reads
+    memory overlapping ``target`` other than as the very same view. ``frame``: the user's, where
+    the report counts the call."""
+    destination = target._native
+    array = _recorder.record(uf, loop, inputs, backend, target.shape, frame,
+                             register=False, immediate=False)  # (no other thread runs it)
     if _lazy.reads_overlapping(array, backend, destination):
         _lazy.discard(array)
         return False

@@ -198,6 +198,74 @@ def test_overlapping_inplace_is_as_if_buffered(fusing):
     assert a.tolist() == host.tolist()
 
 
+_INPLACE_CASES = [
+    # (target dtype, target shape, other: a dtype and shape, or a scalar, the operator)
+    ("float64", (3, 4), ("float64", (3, 4)), operator.isub),
+    ("float64", (3, 4), ("float64", (4,)), operator.iadd),  # broadcast into the target
+    ("float32", (5,), ("float64", (5,)), operator.imul),  # same-kind narrowing store
+    ("float32", (5,), 1e40, operator.iadd),  # a weak float overflowing float32
+    ("int8", (6,), 100, operator.iadd),  # wraps
+    ("int8", (6,), 300, operator.iadd),  # Python int out of range: OverflowError
+    ("uint8", (6,), 1, operator.isub),  # wraps below zero
+    ("int32", (4,), 0.5, operator.iadd),  # float into int: UFuncTypeError (casting)
+    ("int32", (4,), ("float64", (4,)), operator.imul),  # the same, from an array
+    ("int64", (4,), ("int64", (4,)), operator.ifloordiv),  # division by zero among them
+    ("bool", (4,), True, operator.iadd),
+    ("float64", (4,), ("float64", (3, 4)), operator.iadd),  # result doesn't fit the target
+    ("float64", (2, 3), numpy.float32(2.5), operator.itruediv),
+    ("complex128", (3,), 1j, operator.imul),
+]
+
+
+@pytest.mark.parametrize("case", _INPLACE_CASES, ids=lambda c: f"{c[0]}{c[1]}-{c[3].__name__}-{c[2]}")
+def test_inplace_operators_give_numpys_answers_and_errors(fusing, case):
+    dtype, shape, other, op = case
+    rng = numpy.random.default_rng(3)
+    host = (rng.standard_normal(shape) * 50).astype(dtype)
+    if isinstance(other, tuple):
+        other_host = (rng.integers(-3, 4, other[1]) if "int" in other[0] else rng.standard_normal(other[1]))
+        other_host = other_host.astype(other[0])
+        other_dev = npgpu.asarray(other_host)
+    else:
+        other_host = other_dev = other
+    target = npgpu.asarray(host.copy())
+    want = host.copy()
+    with numpy.errstate(all="ignore"):
+        try:
+            op(want, other_host)
+        except Exception as exc:  # NumPy's error: the same type, and the target left as it was
+            with pytest.raises(type(exc)):
+                op(target, other_dev)
+            assert npgpu.asnumpy(target).tolist() == host.tolist()
+            return
+        result = op(target, other_dev)
+    assert result is target
+    numpy.testing.assert_array_equal(npgpu.asnumpy(target), want)
+    assert npgpu.asnumpy(target).dtype == want.dtype
+
+
+def test_inplace_into_a_read_only_array_raises_numpys_error(fusing):
+    a = npgpu.asarray(numpy.arange(4.0))
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        a += 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        npgpu.add(a, a, out=a)
+    assert npgpu.asnumpy(a).tolist() == [0, 1, 2, 3]
+
+
+def test_inplace_into_a_pending_target_and_a_held_reader(fusing):
+    host = numpy.arange(6.0)
+    a = npgpu.asarray(host.copy())
+    x = a * 3  # pending, held: must see a before the write below
+    y = a + 1
+    y += a  # y is pending: computed, then written into
+    a -= 2
+    assert npgpu.asnumpy(x).tolist() == (host * 3).tolist()
+    assert npgpu.asnumpy(y).tolist() == (host + 1 + host).tolist()
+    assert npgpu.asnumpy(a).tolist() == (host - 2).tolist()
+
+
 def test_views_and_host_operands_mix(fusing):
     host = numpy.arange(12.0).reshape(3, 4)
     a = npgpu.asarray(host)
