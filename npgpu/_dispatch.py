@@ -228,11 +228,13 @@ def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, 
     if value._pending is None:
         if not backend.same_view(view, value._device_data):
             return NotImplemented
-    elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion) or \
-            _lazy.reads_overlapping(value, backend, view):
+    elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion):
         return NotImplemented
     else:
-        _lazy.before_write(backend, view, skip=value)
+        overlapping, known = _lazy.write_plan(value, backend, view)
+        if overlapping:
+            return NotImplemented
+        _lazy.before_write(backend, view, skip=value, known=known)
         _lazy.materialize(value, out=view)
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
@@ -855,10 +857,11 @@ def _run_into(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
     destination = target._native
     array = _recorder.record(uf, loop, inputs, backend, target.shape, frame,
                              register=False, immediate=False)  # (no other thread runs it)
-    if _lazy.reads_overlapping(array, backend, destination):
+    overlapping, known = _lazy.write_plan(array, backend, destination)
+    if overlapping:
         _lazy.discard(array)
         return False
-    _lazy.before_write(backend, destination, skip=array)
+    _lazy.before_write(backend, destination, skip=array, known=known)
     _lazy.materialize(array, out=destination)
     return True
 

@@ -266,6 +266,22 @@ def test_inplace_into_a_pending_target_and_a_held_reader(fusing):
     assert npgpu.asnumpy(a).tolist() == (host - 2).tolist()
 
 
+def test_a_held_operand_of_the_written_expression_keeps_the_old_values(fusing):
+    # y is read by the statement's own graph and held by the program: it must be computed
+    # from a before the write (a kernel computing it inside would leave y pending on the new a)
+    host = numpy.arange(6.0)
+    a = npgpu.asarray(host.copy())
+    y = a * 2
+    w = a[:-1] + 1  # (reads a through another view)
+    a += y
+    a[1:] -= w * 3
+    want = host + host * 2
+    want[1:] -= (host[:-1] + 1) * 3
+    assert npgpu.asnumpy(a).tolist() == want.tolist()
+    assert npgpu.asnumpy(y).tolist() == (host * 2).tolist()
+    assert npgpu.asnumpy(w).tolist() == (host[:-1] + 1).tolist()
+
+
 def test_views_and_host_operands_mix(fusing):
     host = numpy.arange(12.0).reshape(3, 4)
     a = npgpu.asarray(host)

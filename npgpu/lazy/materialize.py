@@ -245,30 +245,6 @@ def host_value(array: Any) -> numpy.ndarray:
     return host
 
 
-def _reads(array: Any, test: Any) -> bool:
-    """Whether ``test(native)`` holds for any materialized array the graph of ``array`` reads."""
-    stack = [array]
-    while stack:
-        x = stack.pop()
-        pending = x._pending
-        if pending is None:
-            if test(x._device_data):
-                return True
-            continue
-        stack.extend(o for o in pending.operands if not isinstance(o, ScalarArg))
-    return False
-
-
-def reads_buffer(array: Any, backend: Any, native: Any) -> bool:
-    """Whether pending ``array``'s graph reads memory that ``native`` may share."""
-    return _reads(array, lambda data: backend.shares_memory(data, native))
-
-
-def reads_overlapping(array: Any, backend: Any, native: Any) -> bool:
-    """Whether the graph reads memory overlapping ``native`` other than as the very same view."""
-    return _reads(array, lambda data: backend.shares_memory(data, native) and not backend.same_view(data, native))
-
-
 def _run_outermost(select: Any, owner: int | None = None, too_large: set[int] | None = None) -> None:
     """Materialize the pending arrays ``select`` picks (among thread ``owner``'s, when given),
     outermost graphs first. With ``too_large`` (a set), an array the device can't hold stays
@@ -319,9 +295,44 @@ def _reads_shared(root: Any, test: Any, known: dict[int, bool]) -> bool:
     return known[id(root)]
 
 
-def before_write(backend: Any, native: Any, skip: Any = None) -> None:
-    """Run every pending graph that reads ``native``'s memory: a write is about to change it."""
+def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, dict[int, bool]]:
+    """For pending ``array`` about to be computed into ``native``: (whether its graph reads memory
+    overlapping ``native`` other than as the very same view, whether each array of its graph
+    reads ``native``'s memory, by id, for ``before_write``'s ``known``), from one walk of the graph
+    (a stencil statement's pendings are all in it: before_write then walks none of them again)."""
+    overlapping = False
     known: dict[int, bool] = {}
+    shares, same = backend.shares_memory, backend.same_view
+    stack: list[Any] = [array]
+    while stack:  # (post-order: an array's answer once all of its operands' are known)
+        x = stack.pop()
+        if x is None:  # (the marker after an array whose operands were pushed)
+            x = stack.pop()
+            known[id(x)] = any([known[id(o)] for o in x._pending.operands if type(o) is not ScalarArg])
+            continue
+        if id(x) in known:
+            continue
+        pending = x._pending
+        if pending is None:
+            data = x._device_data
+            hit = known[id(x)] = bool(shares(data, native))
+            if hit and not same(data, native):
+                overlapping = True
+            continue
+        stack.append(x)
+        stack.append(None)
+        for o in pending.operands:
+            if type(o) is not ScalarArg and id(o) not in known:
+                stack.append(o)
+    return overlapping, known
+
+
+def before_write(backend: Any, native: Any, skip: Any = None, known: dict[int, bool] | None = None) -> None:
+    """Run every pending graph that reads ``native``'s memory: a write is about to change it.
+    ``known``: answers already found for some arrays, by id (``write_plan``'s: arrays alive
+    through the call)."""
+    if known is None:
+        known = {}
 
     def test(data: Any) -> bool:
         return backend.shares_memory(data, native)
