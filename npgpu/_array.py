@@ -33,7 +33,7 @@ def _shape_arg(shape: tuple[Any, ...]) -> Any:
     return shape
 
 
-_code_kind = _callsite.CODE_KIND  # code object -> 0 NumPy/npgpu internals, 1 library, 2 user code
+_code_kind = _callsite.CODE_KIND  # id(code object) -> 0 NumPy/npgpu internals, 1 library, 2 user code
 _caller = _callsite.caller
 _called_from_library = _callsite.called_from_library
 
@@ -234,7 +234,7 @@ class DeviceArray(NDArrayOperatorsMixin):
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method == "__call__" and not kwargs and _DIRECT_OPERANDS.issuperset(map(type, inputs)):
             frame = sys._getframe(1)
-            if len(inputs) == 1 and inputs[0] is self and _code_kind.get(frame.f_code) == 2:  # np.sqrt(x)
+            if len(inputs) == 1 and inputs[0] is self and _code_kind.get(id(frame.f_code)) == 2:  # np.sqrt(x)
                 state = _state.get() or _config._default
                 if state.fusion and state.backend is not None:
                     result = _core.record_unary(ufunc, self, frame, _core.loops)
@@ -743,7 +743,7 @@ _LIBRARY = object()  # _direct_call's answer when a library made the call
 def _direct_call(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
     """``uf(*inputs)`` of device arrays and plain scalars, called at ``frame``: recorded for
     fusion, or run, at once. _LIBRARY when library code called it (it gets NumPy's answer)."""
-    if _code_kind.get(frame.f_code) != 2:  # not known user code: find the user's frame
+    if _code_kind.get(id(frame.f_code)) != 2:  # not known user code: find the user's frame
         frame, library = _caller(frame)
         if library:
             return _LIBRARY
@@ -774,7 +774,7 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
         t = type(other)
         if t in _DIRECT_OPERANDS:
             frame = sys._getframe(1)
-            if (t is DeviceArray or t is float) and _code_kind.get(frame.f_code) == 2:  # the commonest call
+            if (t is DeviceArray or t is float) and _code_kind.get(id(frame.f_code)) == 2:  # the commonest call
                 state = _state.get() or _config._default
                 if state.fusion and state.backend is not None:
                     result = _core.record_binary(uf, self, other, reflected, frame, _core.loops)
@@ -801,7 +801,7 @@ def _direct_unary(uf: numpy.ufunc, name: str) -> Any:
 
     def operator_method(self: DeviceArray) -> Any:
         frame = sys._getframe(1)
-        if _code_kind.get(frame.f_code) == 2:
+        if _code_kind.get(id(frame.f_code)) == 2:
             state = _state.get() or _config._default
             if state.fusion and state.backend is not None:
                 result = _core.record_unary(uf, self, frame, _core.loops)

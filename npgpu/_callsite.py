@@ -54,10 +54,13 @@ def _standard_library_dirs() -> tuple[str, ...]:
 #: Python's standard library (site-packages lies inside it: libraries are told apart first).
 _STDLIB_DIRS = _standard_library_dirs()
 
-#: code object -> 0 internals (npgpu, NumPy, the standard library), 1 library, 2 user code,
+#: id(code object) -> 0 internals (npgpu, NumPy, the standard library), 1 library, 2 user code,
 #: 3 an array library's code (read by the C operators too: they record a call at once only where
-#: the frame is user code)
-CODE_KIND: dict[Any, int] = {}
+#: the frame is user code). Keyed by id: a code object's hash is computed afresh at each lookup,
+#: from its constants and names (about 1 us for a large function, and every call walks frames)
+CODE_KIND: dict[int, int] = {}
+#: the code objects CODE_KIND classified, kept alive with it so that their ids stay theirs
+_CLASSIFIED: list[Any] = []
 INTERNAL, LIBRARY, USER, ARRAY_LIBRARY = 0, 1, 2, 3
 #: Installed packages generic over array types: their NumPy calls on device arrays stay on the
 #: device (top-level package names; the README lists which libraries are which).
@@ -101,6 +104,7 @@ def set_array_libraries(names: Iterable[str]) -> tuple[str, ...]:
     previous = array_libraries()
     _array_libraries = new
     CODE_KIND.clear()  # every code object is classified again (under the new list)
+    _CLASSIFIED.clear()
     return previous
 
 
@@ -128,9 +132,11 @@ def kind_of_file(filename: str) -> int:
 
 def kind(code: Any) -> int:
     """INTERNAL, LIBRARY or USER: who wrote ``code`` (remembered per code object)."""
-    found = CODE_KIND.get(code)
+    found = CODE_KIND.get(id(code))
     if found is None:
-        found = CODE_KIND[code] = kind_of_file(code.co_filename)
+        found = kind_of_file(code.co_filename)
+        _CLASSIFIED.append(code)  # (before its id is a key: alive for as long as the entry)
+        CODE_KIND[id(code)] = found
     return found
 
 
@@ -147,7 +153,7 @@ def caller(frame: Any = None) -> tuple[Any, bool]:
         frame = sys._getframe(2)
     generic = None
     while frame is not None:
-        found = CODE_KIND.get(frame.f_code)
+        found = CODE_KIND.get(id(frame.f_code))
         if found is None:
             found = kind(frame.f_code)
         if found == ARRAY_LIBRARY:
@@ -173,7 +179,7 @@ def user_frame(frame: Any) -> tuple[Any, int]:
     library: tuple[Any, int] = (None, 0)
     known = CODE_KIND
     while frame is not None:
-        found = known.get(frame.f_code)
+        found = known.get(id(frame.f_code))
         if found is None:
             found = kind(frame.f_code)
         if found == USER:
@@ -190,7 +196,7 @@ def report_site() -> tuple[str, int]:
     outwards: where the report counts a call."""
     frame = sys._getframe(2)
     code = frame.f_code
-    if CODE_KIND.get(code) != USER:
+    if CODE_KIND.get(id(code)) != USER:
         frame, _ = user_frame(frame)
         if frame is None:
             return NO_USER_SITE, 0

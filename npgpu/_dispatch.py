@@ -662,7 +662,7 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     state = _config._state.get() or _config._default
     if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
         inputs, kwargs = _host_of(inputs), _host_of(kwargs)
-    if frame is not None and _code_kind.get(frame.f_code) != _callsite.USER:  # the report counts the user's line
+    if frame is not None and _code_kind.get(id(frame.f_code)) != _callsite.USER:  # the report counts the user's line
         frame = _callsite.user_frame(frame)[0]
     if (method == "__call__" and not kwargs and state.backend is not None and len(inputs) == uf.nin
             and uf.signature is None):

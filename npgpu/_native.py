@@ -51,7 +51,7 @@ class Parts:
     errstate_cache: list[Any]
     warnings_globals: dict[str, Any]
     # the operators (C ``configure_methods``)
-    code_kind: dict[Any, int]  # _callsite.CODE_KIND
+    code_kind: dict[int, int]  # _callsite.CODE_KIND
     # the Python twins, and the owners' switches between them and the C ones
     record_binary: Callable[..., Any]
     record_unary: Callable[..., Any]

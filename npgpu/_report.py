@@ -136,7 +136,7 @@ def count(func: Any, where: str, frame: Any) -> None:
     """Count a call whose user frame the caller already knows (no stack walk, no lock)."""
     table = thread_table()
     code = frame.f_code
-    if _code_kind.get(code) != _callsite.USER:  # (a frame handed in from the standard library's thread)
+    if _code_kind.get(id(code)) != _callsite.USER:  # (a frame handed in from the standard library's thread)
         user, _ = _callsite.user_frame(frame)
         if user is None:
             record(func, where)

@@ -154,7 +154,7 @@ def _from_user_code() -> bool:
     charge_write, and DeviceArray's method): only there does a charge judge (and maybe move
     arrays), never inside npgpu, where a call may hold device memory."""
     code = sys._getframe(4).f_code
-    found = _code_kind.get(code)
+    found = _code_kind.get(id(code))
     return (_callsite.kind(code) if found is None else found) == _callsite.USER
 
 

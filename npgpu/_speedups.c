@@ -1644,7 +1644,7 @@ typedef struct {
     PyObject *dict;
 } FastMethod;
 
-static PyObject *m_code_kind;     /* _array._code_kind: code object -> 0/1/2 (2: user code) */
+static PyObject *m_code_kind;     /* _array._code_kind: id(code object) -> 0/1/2 (2: user code) */
 static PyObject *m_array_globals; /* vars(npgpu._hooks.core): the installed recorder roads and loop cache */
 static PyObject *m_native_binary, *m_native_unary; /* this module's record_binary / record_unary */
 static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call;
@@ -1679,8 +1679,15 @@ user_frame(int *err)
         return NULL;
     }
     PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *kind = PyDict_GetItemWithError(m_code_kind, (PyObject *)code);
+    /* keyed by id(code), as _callsite.CODE_KIND is: a code object's own hash is recomputed per lookup */
+    PyObject *ident = PyLong_FromVoidPtr((void *)code);
     Py_DECREF(code);
+    if (ident == NULL) {
+        *err = 1;
+        return NULL;
+    }
+    PyObject *kind = PyDict_GetItemWithError(m_code_kind, ident);
+    Py_DECREF(ident);
     if (kind == NULL) {
         *err = PyErr_Occurred() != NULL;
         return NULL;
