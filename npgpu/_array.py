@@ -461,8 +461,16 @@ class DeviceArray(NDArrayOperatorsMixin):
         return self.__array__().tobytes(order)
 
     def _host_proxy(self) -> numpy.ndarray:
-        # A zero-cost host array of the same shape and dtype: lets NumPy produce its own error.
-        return numpy.broadcast_to(numpy.zeros((), self.dtype), self.shape)
+        # A zero-cost host array of the same shape and dtype: lets NumPy produce its own error
+        # (kept per shape and dtype: broadcast_to takes 10 us, and residency asks at every write).
+        key = (self.shape, self.dtype)
+        proxy = _PROXIES.get(key)
+        if proxy is None:
+            proxy = numpy.broadcast_to(numpy.zeros((), self.dtype), self.shape)
+            if len(_PROXIES) >= 256:
+                _PROXIES.clear()
+            _PROXIES[key] = proxy
+        return proxy
 
     def _scalar_value(self) -> numpy.ndarray:
         return self.__array__() if self.size == 1 else self._host_proxy()
@@ -512,10 +520,12 @@ class DeviceArray(NDArrayOperatorsMixin):
         return result
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if type(value) is DeviceArray and not self._readonly and self._pending is None:
+        if (type(value) is DeviceArray or type(value) in _SCALAR_VALUES) and not self._readonly and \
+                self._pending is None:
             # (the short roads: a[1:] -= x writes a[1:] back onto itself; y[:, j] = a * x[:, j] + b
-            # can compute its expression straight into y[:, j]; NumPy elides temporaries alike)
-            temporary = sys.getrefcount(value) <= _TEMPORARY_REFS
+            # can compute its expression straight into y[:, j]; NumPy elides temporaries alike;
+            # a[i, j] = 1.5 fills the view)
+            temporary = type(value) is DeviceArray and sys.getrefcount(value) <= _TEMPORARY_REFS
             if _core.setitem(self, key, value, sys._getframe(1), temporary) is not NotImplemented:
                 if tracked:
                     _core.charge_write(self, key, value)
@@ -729,10 +739,15 @@ def _references_of_a_temporary() -> int:
 
 
 _TEMPORARY_REFS = _references_of_a_temporary()
+#: (shape, dtype) -> a read-only host array of zero strides (DeviceArray._host_proxy)
+_PROXIES: dict[tuple[Any, ...], numpy.ndarray] = {}
 
 # Operands an operator can hand straight to the dispatcher: NumPy would pass exactly these to
 # __array_ufunc__, so skipping its override protocol (and the mixin) changes nothing but the
 # cost, about a microsecond of every recorded call. Anything else takes the mixin's path.
+#: the values ``a[key] = value`` writes by a fill of the view (NumPy converts them: _dispatch.basic_setitem)
+_SCALAR_VALUES = frozenset({int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64, numpy.int32,
+                            numpy.complex128, numpy.bool_})
 _DIRECT_OPERANDS = frozenset({DeviceArray, int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64,
                               numpy.int32, numpy.bool_})
 

@@ -211,8 +211,9 @@ def _basic_key(key: Any) -> bool:
     return True
 
 
-def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, temporary: bool) -> Any:
-    """``array[key] = value`` for a basic key and a device array of the same backend, in two cases
+def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
+    """``array[key] = value`` for a basic key and a scalar (``_fill_basic``), or a device array of
+    the same backend in two cases
     the general path would spend a kernel on: ``value`` is the very view ``array[key]`` (what
     ``a[1:] -= x`` writes back after its in-place kernel: nothing to do), or ``value`` is a pending
     expression of the view's dtype and shape that only this statement holds, reading no memory that
@@ -220,7 +221,11 @@ def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, 
     NotImplemented otherwise (and for a read-only ``array``: the general path raises)."""
     state = _config.current()
     backend = array._backend
-    if not state.enabled or backend.is_host or value._backend is not backend or not _basic_key(key):
+    if not state.enabled or backend.is_host or not _basic_key(key):
+        return NotImplemented
+    if type(value) is not DeviceArray:
+        return _fill_basic(array, key, value, backend, frame)
+    if value._backend is not backend:
         return NotImplemented
     view = backend.basic_view(array._device_data, key)
     if not backend.is_native(view):
@@ -236,6 +241,22 @@ def basic_setitem(array: DeviceArray, key: Any, value: DeviceArray, frame: Any, 
             return NotImplemented
         _lazy.before_write(backend, view, skip=value, known=known)
         _lazy.materialize(value, out=view)
+    _report.count(numpy.ndarray.__setitem__, "device", frame)
+    return None
+
+
+def _fill_basic(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:
+    """``array[key] = scalar`` for a basic key: the view, then NumPy's conversion of the value
+    (its errors: OverflowError for 300 into uint8, ValueError for NaN into an int; a bad index
+    is reported first, as NumPy does), then a fill of the view with the converted value."""
+    view = backend.basic_view(array._device_data, key)
+    if not backend.is_native(view):
+        return NotImplemented
+    cell = numpy.empty((), view.dtype)
+    cell[()] = value
+    if _lazy.pending_count():
+        _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
+    backend.fill_view(view, cell[()])
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
 

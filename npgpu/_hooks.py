@@ -39,7 +39,7 @@ class Core(Protocol):
         to decline (_dispatch.basic_getitem)."""
 
     def setitem(self, array: Any, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
-        """``array[key] = value`` for a basic key and a device-array value, counted at ``frame``
+        """``array[key] = value`` for a basic key and a device-array or scalar value, counted at ``frame``
         (``temporary``: nothing but the statement holds ``value``); NotImplemented to decline
         (_dispatch.basic_setitem)."""
 

@@ -173,6 +173,30 @@ def test_setitem_forms(xp):
     return a
 
 
+_SCALAR_WRITES = [
+    ("float64", (2, 3), 1.5), ("float64", (-1, -1), numpy.float32(0.1)), ("float64", (1, slice(None)), 7),
+    ("int64", (0, 0), 2.9), ("int64", (slice(1, None), 2), -3), ("uint8", (1, 1), 300), ("uint8", (0, 0), -1),
+    ("int32", (2, 2), float("nan")), ("float32", (0, 1), 1e300), ("float64", (0, 0), 1j),
+    ("complex128", (3, slice(None, None, 2)), 2 - 1j), ("bool", (1, 2), 5), ("float64", (4, 0), 1.0),
+    ("float64", (0, 9), 2.0), ("uint8", (9, 0), 300), ("float64", (Ellipsis, 1), numpy.int64(4)),
+]
+
+
+@pytest.mark.parametrize("dtype,key,value", _SCALAR_WRITES, ids=lambda v: repr(v).replace(" ", ""))
+@differential()
+def test_scalar_writes_convert_and_fail_as_numpys(xp, dtype, key, value):
+    # a[key] = scalar with a basic key fills the view: NumPy's conversion, its errors (a bad
+    # index before a bad value), and the array left intact when it raises
+    a = xp.asarray((numpy.arange(16) % 5).reshape(4, 4).astype(dtype))
+    before = a * 1  # (held, pending where recorded: must keep the old values)
+    with numpy.errstate(over="ignore"):
+        try:
+            a[key] = value
+        except (IndexError, OverflowError, ValueError, TypeError) as exc:
+            return type(exc).__name__, a, before
+    return a, before
+
+
 @differential()
 def test_getitem_forms(xp):
     a = xp.arange(30).reshape(5, 6)

@@ -131,6 +131,11 @@ class Backend:
         """Overwrite ``native`` (possibly a strided view) in place with ``host``'s values."""
         self.call_function(numpy.ndarray.__setitem__, (native, Ellipsis, self.from_host(host)), {})
 
+    def fill_view(self, view: Any, value: Any) -> None:
+        """Write NumPy scalar ``value`` (of ``view``'s dtype) into every element of ``view``, a
+        basic view of device memory (``a[i, j] = 1.5``)."""
+        self.call_function(numpy.ndarray.__setitem__, (view, Ellipsis, value), {})
+
     def basic_view(self, native: Any, key: Any) -> Any:
         """``native[key]`` for a key of ints, slices of ints, None and Ellipsis: a view (0-d for an
         all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""

@@ -410,6 +410,9 @@ class ArrayModuleBackend(Compositions, Backend):
     def _method_view(a: Any, *args: Any, **kwargs: Any) -> Any:
         return a.view(*args, **kwargs)
 
+    def fill_view(self, view: Any, value: Any) -> None:
+        view.fill(value)
+
     def basic_view(self, native: Any, key: Any) -> Any:
         view = native[key]  # (a basic key: nothing for _check_index_bounds to catch)
         if not self.is_native(view):  # (NumPy standing in: an all-int key gives a scalar, not the 0-d view)
