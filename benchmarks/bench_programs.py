@@ -245,3 +245,38 @@ class TimeOperationCost(BackendBenchmark):
                 npgpu.sync()
         npgpu.sync()
         return (time.process_time() - start) / (2 * self.steps) * 1e6
+
+
+#: one statement of each kind a loop body is made of, timed per execution by TimeStatementCost
+STATEMENTS = {
+    "inplace": "x -= y",
+    "stencil": "x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])",
+    "scalar_write": "x[3, 4] = 1.5",
+    "scalar_read": "float(y[3, 4])",
+}
+
+
+class TimeStatementCost(BackendBenchmark):
+    """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): an
+    in-place update, an in-place stencil of views (one fused kernel), a scalar write and a scalar
+    read. What a loop of such statements pays beyond its kernels (fdtd_2d's are the stencil kind).
+    On a CPU OpenCL device (PoCL) the kernels run on this process's threads: their work is CPU
+    time here too, so only a GPU's figures are the statements' overhead alone."""
+
+    params = [[b for b in BACKENDS if b != "numpy"], list(STATEMENTS)]
+    param_names = ["backend", "statement"]
+    unit = "us per statement"
+    repeats = 200
+
+    def setup(self, backend: str, statement: str) -> None:
+        self.setup_backend(backend, threshold=0)
+        self.scope = {"x": self.xp.asarray(random_array(40_000, seed=9).reshape(200, 200)),
+                      "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
+        self.code = compile(f"for _ in range({self.repeats}):\n    {STATEMENTS[statement]}\n", "statement", "exec")
+        self.track_cpu_per_statement(backend, statement)  # compiles the kernels outside the measurement
+
+    def track_cpu_per_statement(self, backend: str, statement: str) -> float:
+        start = time.process_time()
+        exec(self.code, self.scope)
+        npgpu.sync()
+        return (time.process_time() - start) / self.repeats * 1e6
