@@ -745,11 +745,10 @@ _PROXIES: dict[tuple[Any, ...], numpy.ndarray] = {}
 # Operands an operator can hand straight to the dispatcher: NumPy would pass exactly these to
 # __array_ufunc__, so skipping its override protocol (and the mixin) changes nothing but the
 # cost, about a microsecond of every recorded call. Anything else takes the mixin's path.
-#: the values ``a[key] = value`` writes by a fill of the view (NumPy converts them: _dispatch.basic_setitem)
-_SCALAR_VALUES = frozenset({int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64, numpy.int32,
-                            numpy.complex128, numpy.bool_})
 _DIRECT_OPERANDS = frozenset({DeviceArray, int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64,
                               numpy.int32, numpy.bool_})
+#: the values ``a[key] = value`` writes by a fill of the view (NumPy converts them: _dispatch.basic_setitem)
+_SCALAR_VALUES = (_DIRECT_OPERANDS - {DeviceArray}) | {numpy.complex128}
 
 
 _LIBRARY = object()  # _direct_call's answer when a library made the call

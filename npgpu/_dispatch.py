@@ -643,11 +643,10 @@ def _into_loop(uf: numpy.ufunc, backend: Any, key: list[Any], out_dtype: numpy.d
         loop = tuple(uf.resolve_dtypes((*key, out_dtype), casting="same_kind"))
     except (TypeError, ValueError):  # (no loop, or a cast NumPy refuses: the general path raises)
         return None
-    operands = tuple(k for k in key if isinstance(k, numpy.dtype))
-    if _integer_power(uf, loop) or not (backend.supports_dtypes(operands + (out_dtype,))
-                                        and _recorder.can_fuse(backend, uf, loop, operands + (out_dtype,))):
-        return None
-    return loop  # (resolve_dtypes refused a cast to the target that same_kind does not allow)
+    # (can_fuse checks the backend's dtypes of the loop and the operands, and leaves integer
+    # powers to the eager path, which checks their exponents)
+    operands = tuple(k for k in key if isinstance(k, numpy.dtype)) + (out_dtype,)
+    return loop if _recorder.can_fuse(backend, uf, loop, operands) else None
 
 
 def _integer_power(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> bool:
