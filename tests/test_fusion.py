@@ -244,6 +244,28 @@ def test_inplace_operators_give_numpys_answers_and_errors(fusing, case):
     assert npgpu.asnumpy(target).dtype == want.dtype
 
 
+@pytest.mark.parametrize("other", [[1.5, -2.0, 3.0], (1, 2, 3), [[1], [2]], numpy.float32(0.25), numpy.int8(3),
+                                   [1e40, 0.0, 1.0], [[1, 2], [3, 4]]],
+                         ids=["list", "tuple", "nested", "float32", "int8", "list-overflow", "mismatched"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_inplace_with_sequences_and_numpy_scalars_is_numpys(fusing, other, dtype):
+    # (sequences leave the in-place short road: the general path converts them as NumPy does)
+    host = numpy.arange(6, dtype=dtype).reshape(2, 3)
+    a = npgpu.asarray(host.copy())
+    want = host.copy()
+    with numpy.errstate(all="ignore"):
+        try:
+            want += other
+        except Exception as exc:  # NumPy's error: the same type, and the target as it was
+            with pytest.raises(type(exc)):
+                a += other
+            assert npgpu.asnumpy(a).tolist() == host.tolist()
+            return
+        a += other
+    numpy.testing.assert_array_equal(npgpu.asnumpy(a), want)
+    assert npgpu.asnumpy(a).dtype == want.dtype
+
+
 def test_inplace_into_a_read_only_array_raises_numpys_error(fusing):
     a = npgpu.asarray(numpy.arange(4.0))
     a.flags.writeable = False
