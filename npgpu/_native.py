@@ -42,8 +42,8 @@ class Parts:
     pending_type: type   # lazy.registry.Pending
     scalar_type: type    # lazy.registry.ScalarArg
     ref_type: type       # lazy.registry._Ref
-    forget: Any          # the registry's weakref callback
-    refs: dict[int, Any]  # the registry of pending arrays
+    forget: Any          # the registry's weakref callback (its set's discard)
+    refs: set[Any]       # the registry of pending arrays: weak references
     recorder_globals: dict[str, Any]  # vars(lazy.recorder): MAX_NODES is read per call
     materialize: Callable[..., Any]
     # NumPy's errstate (C ``configure_errstate``); None: a NumPy without its context variable

@@ -46,6 +46,7 @@ NumPy arrays). The report counts each move (MOVED_TO_HOST) with the bytes it dow
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import sys
 import threading
@@ -134,12 +135,10 @@ def track(array: Any, state: Any, key: Any) -> None:
 def _open(array: Any, key: Any, learned: dict[Any, Any], costs: Any) -> Ledger:
     ledger = Ledger(key, learned, costs, array.nbytes)
     ident = id(array)
-
-    def forget(_: Any, ident: int = ident, ledger: Ledger = ledger) -> None:
-        if tracked.get(ident) is ledger:
-            del tracked[ident]
-
-    ledger.ref = weakref.ref(array, forget)
+    # The callback, tracked.pop(ident, ref), is C (npgpu/_weak.py: an interrupt raised in Python
+    # code there would be lost). It runs before the array's memory is freed, so no other array has
+    # its id yet: the entry it removes is this array's (or none, if it was untracked first).
+    ledger.ref = weakref.ref(array, functools.partial(tracked.pop, ident))
     tracked[ident] = ledger
     return ledger
 

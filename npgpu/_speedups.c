@@ -847,8 +847,8 @@ configure(PyObject *module, PyObject *args)
  * ------------------------------------------------------------------------------------------- */
 
 static PyTypeObject *r_array, *r_pending, *r_scalar_arg, *r_ref;
-static PyObject *r_forget;       /* the one weakref callback: _PendingArrays._dropped */
-static PyObject *r_refs;         /* _PendingArrays._refs: id -> _Ref */
+static PyObject *r_forget;       /* the one weakref callback: _PendingArrays._refs.discard */
+static PyObject *r_refs;         /* _PendingArrays._refs: a set of _Ref */
 static PyObject *r_lazy_globals; /* lazy.py's globals: MAX_NODES is read per call (tests change it) */
 static PyObject *r_materialize;  /* lazy.materialize */
 static PyObject *r_zero, *r_one;
@@ -856,7 +856,7 @@ static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_
 
 enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_ERRSTATE, P_COUNT };
-static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_key, off_owner;
+static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_owner;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -886,7 +886,7 @@ configure_fusion(PyObject *module, PyObject *args)
     (void)module;
     PyObject *array, *pending, *scalar_arg, *ref, *forget, *refs, *globals, *materialize;
     if (!PyArg_ParseTuple(args, "O!O!O!O!OO!O!O:configure_fusion", &PyType_Type, &array, &PyType_Type, &pending,
-                          &PyType_Type, &scalar_arg, &PyType_Type, &ref, &forget, &PyDict_Type, &refs,
+                          &PyType_Type, &scalar_arg, &PyType_Type, &ref, &forget, &PySet_Type, &refs,
                           &PyDict_Type, &globals, &materialize)) {
         return NULL;
     }
@@ -904,7 +904,6 @@ configure_fusion(PyObject *module, PyObject *args)
         }
     }
     if (slot_offset((PyTypeObject *)scalar_arg, "value", &off_value) < 0 ||
-        slot_offset((PyTypeObject *)ref, "key", &off_key) < 0 ||
         slot_offset((PyTypeObject *)ref, "owner", &off_owner) < 0) {
         return NULL;
     }
@@ -1085,19 +1084,15 @@ new_pending_array(PyObject *pending, PyObject *backend)
     set_slot(array, off_array[A_READONLY], Py_False);
     PyObject *ref_args[2] = {array, r_forget};
     PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
-    PyObject *key = PyLong_FromVoidPtr(array);
     /* the recording thread, as threading.get_ident() says it: npgpu.sync() runs its own thread's */
     PyObject *owner = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
-    if (ref == NULL || key == NULL || owner == NULL ||
-        (set_slot(ref, off_key, key), set_slot(ref, off_owner, owner), PyDict_SetItem(r_refs, key, ref) < 0)) {
+    if (ref == NULL || owner == NULL || (set_slot(ref, off_owner, owner), PySet_Add(r_refs, ref) < 0)) {
         Py_XDECREF(ref);
-        Py_XDECREF(key);
         Py_XDECREF(owner);
         Py_DECREF(array);
         return NULL;
     }
     Py_DECREF(ref);
-    Py_DECREF(key);
     Py_DECREF(owner);
     return array;
 }

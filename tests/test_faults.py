@@ -267,6 +267,51 @@ def test_an_interrupt_while_a_large_graph_runs_leaves_arrays_and_the_process_usa
         npgpu.sync()
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_arrays_die_without_running_python_code(device_backend, native):
+    """Python runs weakref callbacks wherever an array dies, and an exception raised in one is lost
+    (sys.unraisablehook): a Ctrl-C landing in Python code there never reaches the program (seen in
+    CI: the interrupt test above, the registry's callback). So the pending registry's, residency's
+    and the OpenCL memory pool's callbacks are C functions, and dying runs no Python function."""
+    from npgpu import _native, _residency
+    from npgpu.lazy import registry
+
+    host = numpy.linspace(0.0, 1.0, 4096)
+    before = registry.pending_count()
+    _native.use_native(native)
+    try:
+        with npgpu.enable(device_backend, threshold=0):
+            a = npgpu.asarray(host)
+            b = npgpu.sin(a) * 2.0 + a  # pending, registered
+            c = (b + 1.0)[1:]  # a view of a pending array
+            costs = a._backend.costs
+            if costs is not None:  # (a ledger, as residency opens for an array user code indexes)
+                _residency._ledger_of(a)
+                assert id(a) in _residency.tracked
+            d = npgpu.cos(a) + 1.0
+            d_sum = float(d.sum())  # a computed array: its buffer is the pool's (host memory on PoCL)
+            assert d_sum == pytest.approx(float((numpy.cos(host) + 1.0).sum()), rel=1e-12)
+            assert registry.pending_count() >= before + 2
+            ran: list[str] = []
+
+            def profile(frame, event, arg):
+                if event == "call":
+                    ran.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+            sys.setprofile(profile)
+            try:
+                del a, b, c, d
+            finally:
+                sys.setprofile(None)
+            assert ran == []
+            assert registry.pending_count() == before  # the entries went with the arrays
+            if costs is not None:
+                assert not _residency.tracked
+            npgpu.sync()
+    finally:
+        _native.use_native(True)
+
+
 # -- the staging workers' watchdog and interrupts (the CuPy transfer path, run with fake work) ----------
 
 def _chunks(n: int) -> list[list[tuple[int, int]]]:

@@ -103,9 +103,8 @@ def _new_pending(pending: Pending, backend: Any, register: bool = True) -> Any:
     array._readonly = False
     if register:
         ref = _Ref(array, _forget)  # _pending.add(array), inlined
-        ref.key = key = id(array)
         ref.owner = _get_ident()
-        _refs[key] = ref
+        _refs.add(ref)
     return array
 
 

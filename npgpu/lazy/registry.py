@@ -14,6 +14,7 @@ from typing import Any
 import numpy
 
 from .. import _fperr
+from .._weak import IdentityRef
 
 
 class ScalarArg:
@@ -52,34 +53,34 @@ class Pending:
             self.lasti = frame.f_lasti
 
 
-class _Ref(weakref.ref):  # type: ignore[type-arg]
-    __slots__ = ("key", "owner")  # id of the array; threading.get_ident() of the thread that recorded it
+class _Ref(IdentityRef):
+    __slots__ = ("owner",)  # threading.get_ident() of the thread that recorded the array
 
 
 _get_ident = threading.get_ident
 
 
 class _PendingArrays:
-    """Every pending array alive (by identity: arrays are unhashable), so writes and sync()
-    can find the graphs that must run first; an array that dies unused is simply forgotten.
-    Threads add and remove entries at once: each change is one dict operation, and readers take
-    a snapshot first."""
+    """Every pending array alive, as a set of weak references, so writes and sync() can find the
+    graphs that must run first; an array that dies unused is simply forgotten: its reference's
+    callback is the set's own C ``discard`` (npgpu/_weak.py: no Python code runs in a weakref
+    callback, where an interrupt would be lost). Threads add and remove entries at once: each
+    change is one set operation, and readers take a snapshot first."""
 
     def __init__(self) -> None:
-        self._refs: dict[int, _Ref] = {}
-        self._forget = self._dropped  # one bound callback for every reference
-
-    def _dropped(self, ref: _Ref) -> None:
-        self._refs.pop(ref.key, None)
+        self._refs: set[_Ref] = set()
+        self._forget = self._refs.discard  # one callback for every reference
 
     def add(self, array: Any) -> None:
         ref = _Ref(array, self._forget)
-        ref.key = key = id(array)
         ref.owner = _get_ident()
-        self._refs[key] = ref
+        self._refs.add(ref)
 
     def discard(self, array: Any) -> None:
-        self._refs.pop(id(array), None)
+        refs = self._refs
+        for ref in weakref.getweakrefs(array):
+            if type(ref) is _Ref:
+                refs.discard(ref)
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -91,7 +92,7 @@ class _PendingArrays:
         """The pending arrays still alive (recorded by thread ``owner`` when given), as a list: the
         registry changes while it is used. (list() copies the values in one step; iterating the
         dict itself let another thread's recording break the loop: "dictionary changed size".)"""
-        refs = list(self._refs.values())
+        refs = list(self._refs)
         if owner is not None:
             refs = [ref for ref in refs if ref.owner == owner]
         return [array for array in [ref() for ref in refs] if array is not None]

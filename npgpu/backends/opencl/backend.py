@@ -103,7 +103,8 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
             # inputs move only from 512 MiB (ufuncs on NumPy arrays are NumPy's own calls anyway).
             self.default_threshold_bytes = 16 << 20
             self.upload_threshold_bytes = 512 << 20
-        self._retired: deque[numpy.ndarray] = deque()
+        self._watched: set[Any] = set()  # memory._Retiring: host memory that live buffers use
+        self._retired: deque[Any] = deque()  # the _Retiring whose buffers died
         self._spare: dict[int, list[numpy.ndarray]] = {}
         self._spare_bytes = 0
         self._in_flight: deque[tuple[Any, list[numpy.ndarray]]] = deque()
@@ -121,7 +122,7 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
         #: Guards what threads share here: launches (a kernel's arguments), the kernel cache, the
         #: memory pool and the recycling of host memory (reentrant: a collection that a lock holder
-        #: triggers may free buffers, whose finalizers only append to _retired, but stay safe if not)
+        #: triggers may free buffers, whose weakref callbacks only append to _retired, but stay safe if not)
         self._lock = threading.RLock()
         #: The most bytes one array may take (CL_DEVICE_MAX_MEM_ALLOC_SIZE); larger requests raise
         #: DeviceMemoryError before anything is allocated. Tests lower it to stand for a smaller device.

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Any
 
 import numpy
 
+from ..._weak import IdentityRef
 from ..base import Backend
 from .array import CLArray, _is_f_contiguous, _span
 from .routing import implements
@@ -45,6 +45,13 @@ def _memory_axes(shape: tuple[int, ...], order: str, like: CLArray | None) -> tu
 
 
 
+class _Retiring(IdentityRef):
+    """A reference to the view a host-backed buffer holds: when it dies, ``owner`` (the host
+    memory) is retired."""
+
+    __slots__ = ("owner",)
+
+
 class Memory(Backend):
     """Allocation (plain buffers, or host memory used in place on CPU devices, recycled),
     transfers and overlap."""
@@ -70,10 +77,13 @@ class Memory(Backend):
                 with self._lock:
                     self._collect()
                     owner = self._reuse(nbytes)
-                # (the buffer holds a view, which dies with it; the finalizer holds the owner)
+                # (the buffer holds a view, which dies with it; a reference to the view, kept in
+                # _watched, holds the owner, and its callback, _retired.append, is C: see _weak.py)
                 view = owner[:]
                 buf = cl.Buffer(self.context, mf.READ_WRITE | mf.USE_HOST_PTR, hostbuf=view)
-                weakref.finalize(view, self._retired.append, owner)
+                ref = _Retiring(view, self._retired.append)
+                ref.owner = owner
+                self._watched.add(ref)
                 del view
             else:
                 buf = cl.Buffer(self.context, mf.READ_WRITE, nbytes)
@@ -172,10 +182,11 @@ class Memory(Backend):
     recycle_bytes = 512 << 20
 
     # Host memory of CPU devices moves retired -> in flight (behind a marker) -> spare -> reused.
-    # _retired is appended to by finalizers, which run in whatever thread drops a buffer, at any
-    # time (also inside a locked section: a deque's append needs no lock); everything else is
-    # read and changed under self._lock only. Memory is reused only once a marker enqueued after
-    # its retirement has completed: every command that used it was queued before that marker.
+    # _retired is appended to by weakref callbacks (the dead _Retiring references), which run in
+    # whatever thread drops a buffer, at any time (also inside a locked section: a deque's append
+    # needs no lock); everything else is read and changed under self._lock only. Memory is reused
+    # only once a marker enqueued after its retirement has completed: every command that used it
+    # was queued before that marker.
 
     def _reuse(self, nbytes: int) -> numpy.ndarray:
         """Host memory of ``nbytes`` for a new buffer (with ``self._lock`` held)."""
@@ -198,7 +209,9 @@ class Memory(Backend):
         if retired:
             batch = []
             while retired:
-                batch.append(retired.popleft())
+                ref = retired.popleft()
+                self._watched.discard(ref)
+                batch.append(ref.owner)
             self._in_flight.append((self._cl.enqueue_marker(self.queue), batch))
         complete = self._cl.command_execution_status.COMPLETE
         in_flight = self._in_flight
