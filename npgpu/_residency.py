@@ -80,6 +80,7 @@ history: collections.deque[tuple[float, float, int, int]] = collections.deque(ma
 _lock = threading.RLock()
 _DEVICE_ARRAY = DeviceArray
 _code_kind = _callsite.CODE_KIND
+_USER = _callsite.USER
 
 
 class Ledger:
@@ -148,13 +149,22 @@ def _root(array: Any) -> Any:
     return array if base is None else base
 
 
-def _from_user_code() -> bool:
-    """Whether DeviceArray's indexing was called from user code (above _indexed, charge_read or
-    charge_write, and DeviceArray's method): only there does a charge judge (and maybe move
-    arrays), never inside npgpu, where a call may hold device memory."""
-    code = sys._getframe(4).f_code
-    found = _code_kind.get(id(code))
-    return (_callsite.kind(code) if found is None else found) == _callsite.USER
+def _user_ledger(array: Any, frame: Any) -> tuple[Any, Ledger] | None:
+    """(root, ledger) of the array that indexing of ``array`` from ``frame`` reads or writes; None
+    where ``frame`` is not user code (only there does a charge judge, and maybe move arrays; never
+    inside npgpu, where a call may hold device memory) or the root can have no ledger."""
+    code = frame.f_code
+    kind = _code_kind.get(id(code))
+    if (_callsite.kind(code) if kind is None else kind) != _USER:
+        return None
+    base = array._base
+    root = array if base is None else base
+    ledger = tracked.get(id(root))
+    if ledger is None:
+        ledger = _ledger_of(root)
+        if ledger is None:
+            return None
+    return root, ledger
 
 
 def _ledger_of(root: Any) -> Ledger | None:
@@ -169,27 +179,18 @@ def _ledger_of(root: Any) -> Ledger | None:
     return ledger
 
 
-def _indexed(array: Any) -> tuple[Any, Ledger] | None:
-    """(root, ledger) of the array that user code's indexing of ``array`` reads or writes; None
-    where the indexing comes from npgpu or the root can have no ledger."""
-    if not _from_user_code():
-        return None
-    root = _root(array)
-    ledger = _ledger_of(root)
-    return None if ledger is None else (root, ledger)
-
-
 def charge_read(array: Any, key: Any, result: Any) -> None:
-    """``array[key]`` gave ``result``: charge the ledger of the array it views."""
-    found = _indexed(array)
+    """``array[key]`` (DeviceArray's method, called from the frame above it) gave ``result``:
+    charge the ledger of the array it views. (Run at every index of a tracked array: few calls.)"""
+    found = _user_ledger(array, sys._getframe(2))
     if found is None:
         return
     root, ledger = found
     costs = ledger.costs
     if type(result) is _DEVICE_ARRAY:
-        nbytes = result.nbytes
-        excess = costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes)
-        if _device_mask(key):  # (the device counts the mask's elements, the host reads the count back)
+        excess = costs.device_excess_s(result.nbytes)
+        if type(key) is _DEVICE_ARRAY and key.dtype.kind == "b":
+            # (a device mask: the device counts its elements, the host reads the count back)
             excess += costs.upload_s
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
@@ -208,8 +209,9 @@ def _inherit(copy: Any, ledger: Ledger) -> None:
 
 
 def charge_write(array: Any, key: Any, value: Any) -> None:
-    """``array[key] = value`` ran: charge the ledger of the array it writes."""
-    found = _indexed(array)
+    """``array[key] = value`` ran (DeviceArray's method, called from the frame above it): charge
+    the ledger of the array it writes."""
+    found = _user_ledger(array, sys._getframe(2))
     if found is None:
         return
     root, ledger = found
@@ -222,15 +224,8 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
             nbytes = array._host_proxy()[key].nbytes
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
-    costs = ledger.costs
     # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
-    _charge(root, ledger, costs.device_op_s(nbytes) - costs.host_call_s - costs.host_op_s(nbytes))
-
-
-def _device_mask(key: Any) -> bool:
-    """Whether ``key`` is a boolean device array (``Z[I]``): the result's size is its count of
-    true elements, which the host reads back before it can allocate the result."""
-    return type(key) is _DEVICE_ARRAY and key.dtype.kind == "b"
+    _charge(root, ledger, ledger.costs.device_excess_s(nbytes))
 
 
 def _holds_device_arrays(key: Any) -> bool:
@@ -304,8 +299,12 @@ def _add(ledger: Ledger | None, excess: float) -> None:
 
 
 def _charge(root: Any, ledger: Ledger, excess: float) -> None:
-    _add(ledger, excess)
+    ledger.excess += excess  # (_add, inlined: this runs at every index of a tracked array)
+    ledger.total += excess
     window = _Window
+    if not window.events and not window.excess:
+        window.opened = time.perf_counter()
+    window.excess += excess
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return

@@ -46,6 +46,10 @@ class Costs:
     def device_op_s(self, nbytes: float) -> float:
         return self.launch_s + nbytes / self.device_bytes_per_s
 
+    def device_excess_s(self, nbytes: float) -> float:
+        """What one operation of ``nbytes`` costs on the device beyond NumPy's time for it."""
+        return self.launch_s + nbytes / self.device_bytes_per_s - self.host_call_s - nbytes / self.host_bytes_per_s
+
     def upload_time_s(self, nbytes: float) -> float:
         return self.upload_s + nbytes / self.upload_bytes_per_s
 
