@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import npgpu
 from npgpu._harness import assert_same, backend_context
 
 DTYPES = [numpy.dtype(t) for t in (bool, numpy.int8, numpy.uint8, numpy.int16, numpy.int32, numpy.int64,
@@ -244,3 +245,36 @@ def test_random_calls_give_numpys_answer_or_numpys_error_and_leave_inputs_as_num
     if backend == "opencl" and _OPENCL_REASON is not None:
         pytest.skip(_OPENCL_REASON)
     _check(backend, case)
+
+
+PUT_TARGETS = {
+    "contiguous": lambda h: h,
+    "reversed": lambda h: h[::-1],
+    "strided_2d": lambda h: h.reshape(3, 4)[:, ::2],
+    "transposed": lambda h: h.reshape(3, 4).T,
+}
+
+
+@pytest.mark.parametrize("target", sorted(PUT_TARGETS))
+@pytest.mark.parametrize("indices", [[0, 5, 99], [2, -40, 1], [99, 0], [1, 3, -1], [3, 3, 99]])
+@pytest.mark.parametrize("values", [7.5, [1.0, 2.0]])
+def test_put_with_a_bad_index_leaves_what_numpy_leaves(device_backend, target, indices, values):
+    """``put`` in raise mode: NumPy's loop writes a C-contiguous array in place, in index order,
+    up to the first bad index (those positions stay written); any other array is written through
+    a copy that is discarded when the loop raises (it is left as it was). The error names the
+    first bad index in index order. (Found by the random calls above: a reversed view was written.)"""
+    host = PUT_TARGETS[target](numpy.arange(12.0))
+    want_error = got_error = None
+    try:
+        numpy.put(host, indices, values)
+    except IndexError as exc:
+        want_error = str(exc)
+    with backend_context(device_backend, threshold=0):
+        device = PUT_TARGETS[target](npgpu.asarray(numpy.arange(12.0)))
+        try:
+            npgpu.put(device, indices, values)
+        except IndexError as exc:
+            got_error = str(exc)
+        got = npgpu.asnumpy(device)
+    assert got_error == want_error
+    numpy.testing.assert_array_equal(got, host, strict=True)

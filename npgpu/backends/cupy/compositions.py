@@ -155,8 +155,10 @@ class Compositions:
         return xp.take(a, index % size if mode != "clip" else min(max(index, 0), size - 1), axis, out)
 
     def put(self, a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
-        """NumPy's put: mode 'raise' by default (CuPy's default is 'wrap'), checked before anything is
-        written, and the last of repeated positions wins (CuPy's kernel writes them in any order)."""
+        """NumPy's put: mode 'raise' by default (CuPy's default is 'wrap'), and the last of repeated
+        positions wins (CuPy's kernel writes them in any order). In raise mode NumPy's loop writes a
+        C-contiguous array in place, in index order, until the first bad index: the positions
+        before it stay written; any other array is written through a copy that is then discarded."""
         mode = _clip_mode(mode)
         xp = self.xp
         positions = self._index_array(ind, "safe").ravel()  # (NumPy's order of checks and conversions)
@@ -167,7 +169,17 @@ class Compositions:
         values = values.ravel()
         if not values.size or not k:
             return
-        positions = self._adjusted(positions, n, 0, mode).astype(numpy.int64, copy=False)
+        if mode == "raise":
+            outside = (positions < -n) | (positions >= n)
+            first, bad = self._read(outside.argmax(), outside.any())  # (one readback)
+            if bad:
+                if first and a.flags.c_contiguous:
+                    self.put(a, positions[:first], v, mode)
+                raise IndexError(f"index {int(positions[first])} is out of bounds for axis 0 with size {n}")
+            positions = xp.where(positions < 0, positions + n, positions)
+        else:
+            positions = self._adjusted(positions, n, 0, mode)
+        positions = positions.astype(numpy.int64, copy=False)
         if values.size != k:
             values = values[xp.arange(k) % values.size] if values.size < k else values[:k]
         if k > 1 and n * k < _PUT_KEY_LIMIT:

@@ -130,12 +130,10 @@ class Gather(Backend):
     def put(self, a: CLArray, ind: Any, v: Any, mode: str = "raise") -> None:
         """NumPy's put: ``a.flat[ind] = v`` (v repeated over ind; the last of repeated positions
         wins), its checks in NumPy's order; in raise mode the positions before a bad one are written."""
-        if not a.c_contiguous:  # (into a contiguous copy, then back into the view)
-            staged = self.copy(a)
-            try:
-                self.put(staged, ind, v, mode)
-            finally:
-                self.copy_into(a, staged)
+        if not a.c_contiguous:  # (into a contiguous copy, then back into the view: as NumPy, whose
+            staged = self.copy(a)  # copy is discarded when the put raises, leaving the view as it was)
+            self.put(staged, ind, v, mode)
+            self.copy_into(a, staged)
             return
         if mode not in ("raise", "wrap", "clip"):
             raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
