@@ -915,15 +915,19 @@ def _host_of(x: Any) -> Any:
     t = type(x)
     if t is ResidentArray:
         return _data_of(x)
+    # (the same container where nothing in it changed: the dispatcher's "hosted is not args" means
+    # a ResidentArray was found, and np.array([d, 2.0]) of a device array d must stay the device's)
     if t is tuple or t is list:
         for item in x:  # (no generator: indexing keys come this way on every statement)
             if type(item) in _HOLDERS:
-                return t(_host_of(item) for item in x)
+                items = [_host_of(item) for item in x]
+                return t(items) if any(new is not old for new, old in zip(items, x)) else x
         return x
     if t is dict:
         for value in x.values():
             if type(value) in _HOLDERS:
-                return {k: _host_of(v) for k, v in x.items()}
+                values = {k: _host_of(v) for k, v in x.items()}
+                return values if any(values[k] is not v for k, v in x.items()) else x
         return x
     return x
 

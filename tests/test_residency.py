@@ -166,6 +166,25 @@ def test_live_views_move_with_their_array(gpu_like):
         frozen[0, 0] = 1.0
 
 
+def test_after_a_move_containers_of_device_arrays_still_make_device_arrays(gpu_like):
+    """Once residency has moved an array, calls look for moved arrays inside their arguments:
+    a list of device arrays and numbers holds none, so ``array([d, 2.0])`` is made on the device
+    as before (it was NumPy's, on host copies), and a list holding the moved array is host data."""
+    A = npgpu.asarray(_matrix(60))
+    lu(A, 60)
+    assert type(A) is _array.ResidentArray and _array.MOVED[0]
+    d = npgpu.asarray(numpy.array(2.5, "float32"))
+    v = npgpu.asarray(numpy.arange(3.0))
+    for made, want in [(npgpu.array([d, 2.0]), numpy.array([numpy.float32(2.5), 2.0])),
+                       (npgpu.asarray((v, [1.0, 2.0, 3.0])), numpy.asarray((numpy.arange(3.0), [1.0, 2.0, 3.0]))),
+                       (npgpu.stack([v, v]), numpy.stack([numpy.arange(3.0)] * 2))]:
+        assert type(made) is _array.DeviceArray
+        numpy.testing.assert_array_equal(numpy.asarray(made), want, strict=True)
+    moved = npgpu.array([A, A])
+    assert type(moved) is numpy.ndarray
+    numpy.testing.assert_array_equal(moved, numpy.array([numpy.asarray(A)] * 2), strict=True)
+
+
 def test_recorded_work_reading_the_array_sees_its_values_from_before_the_move(gpu_like):
     host = _matrix(60)
     A = npgpu.asarray(host.copy())
