@@ -9,6 +9,7 @@ errstate-free context) and compared with NumPy's.
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
 from typing import Any
 
@@ -556,3 +557,44 @@ def test_a_full_flag_buffer_is_read_early(device_backend: str, monkeypatch: pyte
         npgpu.sync()
     assert [str(w.message) for w in caught] == ["divide by zero encountered in divide",
                                                 "invalid value encountered in divide"] * 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mapped", [True, False], ids=["host_memory", "device_buffer"])
+def test_cupy_flags_in_host_memory_or_a_device_buffer_report_as_numpy(mapped: bool, monkeypatch: Any) -> None:
+    """CuPy's kernels write their flag bytes into page-locked host memory where the device has
+    unified addressing, else into a device buffer copied back: both report NumPy's warnings and
+    errors, read at downloads, at sync() and when the buffer fills. (Run in a fresh thread: each
+    thread has its own flag buffer, made at its first launch.)"""
+    pytest.importorskip("cupy")
+    from npgpu.backends import get_backend
+
+    backend = get_backend("cupy")
+    if mapped and not backend.map_flags:
+        pytest.skip("this device has no unified addressing")
+    monkeypatch.setattr(backend, "map_flags", mapped)
+    monkeypatch.setattr(_fperr, "BUFFER_BYTES", 64)  # (a few launches fill it: deliveries in reserve)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for case, mode in itertools.product(sorted(REDUCTIONS), ["warn", "raise"]):
+                def body(xp: Any, events: _Events, case: str = case, mode: str = mode) -> Any:
+                    x = _dev(xp, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+                    with xp.errstate(all=mode, under="ignore"):
+                        return REDUCTIONS[case](xp, x)
+                check(body, "cupy")
+
+            def chain(xp: Any, events: _Events) -> Any:
+                x = _dev(xp, [1.0, 2.0])
+                out = [xp.sqrt(x - 3.0) + 1.0 for _ in range(20)]  # (more launches than the buffer holds)
+                return [float(o.sum()) for o in out], CHAINS["overflow_then_invalid"](xp, x)
+            check(chain, "cupy")
+        except BaseException as exc:  # (reported in the test's thread)
+            failures.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if failures:
+        raise failures[0]

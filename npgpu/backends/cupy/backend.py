@@ -64,7 +64,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if not _LIVE_CUPY:  # (registered after CuPy's own exit handlers, so it runs before them)
             atexit.register(_finish_devices)
         _LIVE_CUPY.add(self)
-        self._error_hosts: dict[int, Any] = {}  # flag buffer -> (pinned memory, its host array)
+        #: flag buffers in page-locked host memory that kernels write directly (_FlagBuffer)
+        self.map_flags = bool(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id).get("unifiedAddressing", 0))
         self.calibrate()
 
     #: Compiled fused kernels kept (CuPy also caches the binaries on disk).
@@ -193,8 +194,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     def _reduction_errors(self, values: Any, result: Any) -> None:
         """A sum, product or mean reports what NumPy's reduce reports ("overflow encountered in
         reduce", "invalid value ..."): where a result is inf though no value was inf or NaN, and NaN
-        though no value was. Two small flag kernels (one pass over the values, one over the result),
-        their flags read at the next sync point as a fused launch's are (npgpu/_fperr.py)."""
+        though no value was. One small flag kernel over the values that also checks the result
+        (a strided loop over it: a ``where=`` that broadcasts can make it the larger), its flags
+        read at the next sync point as a fused launch's are (npgpu/_fperr.py)."""
         if values.dtype.kind != "f" or not self.is_native(result) or result.dtype.kind != "f" or not values.size:
             return
         state = _fperr.current()
@@ -203,17 +205,22 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
         def build() -> Any:
             body = ("unsigned char* npg_err = (unsigned char*)npg_errp + npg_err_off;\n"
-                    "if (npg_first == 0 ? !isfinite(x) : isinf(x)) npg_err[npg_first] = 1;\n"
-                    "if (isnan(x)) npg_err[npg_first + 1] = 1;")
-            return self.xp.ElementwiseKernel("uint64 npg_errp, int64 npg_err_off, int64 npg_first", "T x", body,
-                                             "npg_reduction_errors", options=self.NVRTC_OPTIONS, no_return=True)
+                    "if (!isfinite(x)) npg_err[0] = 1;\n"
+                    "if (isnan(x)) npg_err[1] = 1;\n"
+                    "for (ptrdiff_t j = i; j < npg_rn; j += _ind.size()) {\n"
+                    "  if (isinf(npg_r[j])) npg_err[2] = 1;\n"
+                    "  if (isnan(npg_r[j])) npg_err[3] = 1;\n"
+                    "}")
+            return self.xp.ElementwiseKernel("uint64 npg_errp, int64 npg_err_off, raw U npg_r, int64 npg_rn", "T x",
+                                             body, "npg_reduction_errors", options=self.NVRTC_OPTIONS,
+                                             no_return=True)
 
         kernel = self._kernel(("reduction_errors",), build)
         launch = _fperr.call_launch(None, state, ("reduce",), global_reduce=True)
         buffer, base = _fperr.reserve(self, launch)
-        pointer = numpy.uint64(buffer.data.ptr)
-        kernel(pointer, numpy.int64(base), numpy.int64(0), values)  # (x is an "output" only read)
-        kernel(pointer, numpy.int64(base), numpy.int64(2), result)
+        flat = result.reshape(-1)  # (a view of the fresh result; a copy of an odd out=)
+        # (x is an "output" only read)
+        kernel(numpy.uint64(buffer.data.ptr), numpy.int64(base), flat, numpy.int64(flat.size), values)
         _fperr.launched(self, launch)
 
     def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
@@ -258,24 +265,32 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
     # -- floating-point error flags (npgpu/_fperr.py): bytes in device memory, read at sync points --
     def error_buffer(self, nbytes: int) -> Any:
-        buffer = self.xp.zeros(nbytes, self.xp.uint8)
-        # its page-locked host copy (read_errors_later), kept: one allocation per buffer
         memory = self.xp.cuda.alloc_pinned_memory(nbytes)
-        self._error_hosts[buffer.data.ptr] = (memory, numpy.frombuffer(memory, numpy.uint8, nbytes))
-        return buffer
+        host = numpy.frombuffer(memory, numpy.uint8, nbytes)
+        host[:] = 0
+        device = None if self.map_flags else self.xp.zeros(nbytes, self.xp.uint8)
+        return _FlagBuffer(memory, host, device)
 
     def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
-        return buffer[:nbytes].get()  # (on the current stream: after every kernel queued there)
+        if buffer.device is None:
+            self.xp.cuda.get_current_stream().synchronize()  # (after every kernel queued there)
+            return buffer.host[:nbytes]
+        return buffer.device[:nbytes].get()  # (on the current stream: after every kernel queued there)
 
     def read_errors_later(self, buffer: Any, nbytes: int) -> numpy.ndarray:
-        """The flags copied into page-locked host memory on the current stream, without waiting:
-        every download (to_host) waits for that stream before it returns."""
-        host = self._error_hosts[buffer.data.ptr][1][:nbytes]
-        buffer[:nbytes].get(out=host, blocking=False)
+        """The flags' host memory, read once the download that follows waited for the current
+        stream (every download, to_host, does before it returns); copied there on that stream
+        first where kernels write a device buffer."""
+        host = buffer.host[:nbytes]
+        if buffer.device is not None:
+            buffer.device[:nbytes].get(out=host, blocking=False)
         return host
 
     def clear_errors(self, buffer: Any, nbytes: int) -> None:
-        buffer[:nbytes].fill(0)
+        if buffer.device is None:  # (read after the host waited for the device: no kernel writes it now)
+            buffer.host[:nbytes] = 0
+        else:
+            buffer.device[:nbytes].fill(0)
 
     def _error_arguments(self, graph: Any, errors: Any, reduce_check: int = 0) -> tuple[Any, ...]:
         """The kernel arguments (pointer, offset) of a launch whose graph reports errors."""
@@ -437,6 +452,24 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if reduce_check and errors is not None:
             errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
         return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
+
+
+class _FlagBuffer:
+    """Flag bytes (npgpu/_fperr.py) in page-locked host memory, ``host``. With unified addressing
+    (``map_flags``: every 64-bit CUDA process on Linux) kernels write them there directly, at the
+    pointer cudaHostAlloc returned: reading them after the host waited for the device copies
+    nothing, and clearing them launches nothing (a sum read as a float paid a second download
+    and the sync that ends each loop step a copy). Else kernels write ``device``, a device
+    buffer, copied into ``host`` on the stream. ``data.ptr``: the address kernels are given."""
+
+    __slots__ = ("memory", "host", "device")
+
+    def __init__(self, memory: Any, host: numpy.ndarray, device: Any) -> None:
+        self.memory, self.host, self.device = memory, host, device
+
+    @property
+    def data(self) -> Any:
+        return self.memory if self.device is None else self.device.data
 
 
 @functools.cache
