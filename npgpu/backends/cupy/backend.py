@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import math
 import os
 import sys
 import threading
@@ -438,6 +439,17 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             return None
         reduce_expr, combine_helpers, identity = combine
         cp = self.xp
+        size = math.prod(shape)
+        if len(axes) == len(shape) and _SPLIT_REDUCE <= size * acc_dtype.itemsize <= _SPLIT_REDUCE_MAX:
+            # CuPy's ReductionKernel gives each output one thread block: a whole-array reduction ran
+            # on one of the H200's 132 SMs (800x800 (a * b).sum(): 290 us against CuPy's own 29,
+            # whose sum goes through CUB). The map as an elementwise kernel into a temporary, then
+            # CuPy's own reduction, its overflow and invalid reports as an eager sum's.
+            mapped = self.run_fused(graph, inputs, scalars, shape, None, errors)
+            result = (cp.sum if op == "add" else cp.prod)(mapped, dtype=acc_dtype)
+            if reduce_check:
+                self._reduction_errors(mapped, result)
+            return result
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph, reduce_check)
@@ -487,6 +499,9 @@ def _combine(op: str, acc_dtype: numpy.dtype) -> tuple[str, dict[str, str], str]
 
 #: functions whose results report NumPy's reduce errors (CupyBackend._reduction_errors)
 _CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
+#: bytes of a whole-array fused reduction's map from which it runs as an elementwise kernel and
+#: CuPy's own reduction (CupyBackend.reduce_fused), up to the temporary's largest size
+_SPLIT_REDUCE, _SPLIT_REDUCE_MAX = 1 << 16, 1 << 30
 #: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
 #: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
 _ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)
