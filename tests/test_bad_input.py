@@ -278,3 +278,35 @@ def test_put_with_a_bad_index_leaves_what_numpy_leaves(device_backend, target, i
         got = npgpu.asnumpy(device)
     assert got_error == want_error
     numpy.testing.assert_array_equal(got, host, strict=True)
+
+
+INDEX_ERRORS = {
+    "take_first_bad_of_two": lambda xp, a: xp.take(a, [5, 70]),
+    "take_first_bad_reversed": lambda xp, a: xp.take(a, [70, 5]),
+    "take_negative_first": lambda xp, a: xp.take(a, [1, -90, 50]),
+    "take_axis": lambda xp, a: xp.take(a, [1, 9, -8], axis=1),
+    "take_along_axis_bad": lambda xp, a: xp.take_along_axis(a, xp.asarray(numpy.array([[0, 9, -7]])), axis=1),
+    "take_along_axis_shapes": lambda xp, a: xp.take_along_axis(a, xp.asarray(numpy.full((2, 2), 9, numpy.intp)),
+                                                               axis=1),
+    "take_along_axis_fine": lambda xp, a: xp.take_along_axis(a, xp.asarray(numpy.array([[3, 0, 1, 2]])), axis=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_ERRORS))
+def test_index_errors_name_what_numpy_names(device_backend, case):
+    """Out-of-range indices: NumPy's loop names the first bad one in index order; take_along_axis
+    broadcasts its index grids before it checks any index (its shape mismatch comes first)."""
+    host = numpy.arange(12.0).reshape(3, 4)
+    want_error = got_error = want = got = None
+    try:
+        want = INDEX_ERRORS[case](numpy, host)
+    except (IndexError, ValueError) as exc:
+        want_error = (type(exc), str(exc))
+    with backend_context(device_backend, threshold=0):
+        try:
+            got = npgpu.asnumpy(INDEX_ERRORS[case](npgpu, npgpu.asarray(host)))
+        except (IndexError, ValueError) as exc:
+            got_error = (type(exc), str(exc))
+    assert got_error == want_error
+    if want_error is None:
+        numpy.testing.assert_array_equal(got, want, strict=True)

@@ -104,12 +104,15 @@ class Compositions:
 
     # -- take, put, take_along_axis: CuPy wraps out-of-range indices (cupy.take has no mode) ----------
     def _check_bounds(self, index: Any, size: int, axis: int) -> None:
-        """NumPy's IndexError where an index lies outside ``-size <= i < size`` (one readback)."""
+        """NumPy's IndexError where an index lies outside ``-size <= i < size`` (one readback),
+        naming the first such index in index order, as NumPy's loop does."""
         if not index.size:
             return
         low, high = self._read(index.min(), index.max())
         if low < -size or high >= size:
-            raise IndexError(f"index {high if high >= size else low} is out of bounds for axis {axis} with size {size}")
+            flat = index.ravel()
+            first = int(flat[int(((flat < -size) | (flat >= size)).argmax())])
+            raise IndexError(f"index {first} is out of bounds for axis {axis} with size {size}")
 
     def _index_array(self, indices: Any, casting: str) -> Any:
         """Integer indices on the device: a device array as NumPy accepts it (``casting`` to intp,
@@ -203,6 +206,15 @@ class Compositions:
         if indices.ndim != arr.ndim:
             raise ValueError("`indices` and `arr` must have the same number of dimensions")
         axis = normalize_axis_index(axis, arr.ndim)
+        # (NumPy's fancy index: arange grids along the other axes, broadcast with the indices first)
+        shapes = [indices.shape if d == axis else tuple(n if k == d else 1 for k in range(arr.ndim))
+                  for d, n in enumerate(arr.shape)]
+        try:
+            numpy.broadcast_shapes(*shapes)
+        except ValueError:
+            listed = "".join(f"({','.join(map(str, shape))}{',' if len(shape) == 1 else ''}) " for shape in shapes)
+            raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {listed}") \
+                from None
         self._check_bounds(indices, arr.shape[axis], axis)
         return self.xp.take_along_axis(arr, indices, axis)
 
