@@ -299,12 +299,8 @@ def _add(ledger: Ledger | None, excess: float) -> None:
 
 
 def _charge(root: Any, ledger: Ledger, excess: float) -> None:
-    ledger.excess += excess  # (_add, inlined: this runs at every index of a tracked array)
-    ledger.total += excess
+    _add(ledger, excess)
     window = _Window
-    if not window.events and not window.excess:
-        window.opened = time.perf_counter()
-    window.excess += excess
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return

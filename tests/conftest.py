@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from npgpu import _residency
 from npgpu.backends import unavailable_reason
 
 
@@ -44,8 +45,6 @@ def _fresh_residency_window() -> None:
     """Each test starts with residency's window empty: charges left by the tests before it (their
     arrays indexed under measured costs) would otherwise be judged inside it, and move its arrays
     (a loop of 9 column statements on CuPy lost two of its kernels so, after other tests)."""
-    from npgpu import _residency
-
     _residency._Window.excess, _residency._Window.events = 0.0, 0
 
 

@@ -8,6 +8,7 @@ import numpy
 import pytest
 
 import npgpu
+from npgpu import _residency
 
 
 def _kernels() -> float:
@@ -68,8 +69,6 @@ def test_a_read_only_array_refuses_even_its_own_view(device_backend):
 
 def test_an_expression_assigned_into_a_column_is_one_kernel(device_backend, monkeypatch):
     """(Fusion counted: residency's moves, judged on measured costs, are kept out of it.)"""
-    from npgpu import _residency
-
     monkeypatch.setattr(_residency, "SHARE", float("inf"))
     rng = numpy.random.default_rng(4)
     img = rng.random((16, 10))

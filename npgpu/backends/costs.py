@@ -48,7 +48,7 @@ class Costs:
 
     def device_excess_s(self, nbytes: float) -> float:
         """What one operation of ``nbytes`` costs on the device beyond NumPy's time for it."""
-        return self.launch_s + nbytes / self.device_bytes_per_s - self.host_call_s - nbytes / self.host_bytes_per_s
+        return self.device_op_s(nbytes) - self.host_call_s - self.host_op_s(nbytes)
 
     def upload_time_s(self, nbytes: float) -> float:
         return self.upload_s + nbytes / self.upload_bytes_per_s
