@@ -69,6 +69,8 @@ _native.configure(_native.Parts(
     front_methods=_array.use_native_methods))
 
 globals().update(_namespace.mirror(_numpy, "npgpu", _namespace.numpy_dispatched()))
+mgrid = _namespace.Grid(_numpy.mgrid, "mgrid")  # (placed as creations are: npgpu/_dispatch.py, place_grid)
+ogrid = _namespace.Grid(_numpy.ogrid, "ogrid")
 ndarray = _numpy.ndarray  # NumPy's own classes: subclassing, views and type checks are NumPy's
 ufunc = _numpy.ufunc
 linalg = _namespace.submodule("npgpu.linalg", _numpy.linalg)

@@ -335,9 +335,13 @@ def _construct(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend
     return place_constructed(func, func(*args, **kwargs), backend, state)
 
 
-def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) -> Any:
-    """A constructor's NumPy result where it belongs: uploaded when it is large enough to pay."""
-    if (type(host) is numpy.ndarray and host.nbytes >= _placement.upload_threshold_bytes(state)
+def place_constructed(func: Any, host: Any, backend: Any, state: _config.State, limit: int | None = None) -> Any:
+    """A constructor's NumPy result where it belongs: uploaded when it is large enough to pay
+    (``limit``: from the upload threshold, host data's; an array made from nothing, a grid's,
+    from the creation threshold)."""
+    if limit is None:
+        limit = _placement.upload_threshold_bytes(state)
+    if (type(host) is numpy.ndarray and host.nbytes >= limit
             and backend.supports_dtypes((host.dtype,))):
         origin = _residency.origin(state, func, host.shape, host.dtype.str)
         if _residency.learned(state, origin):
@@ -356,6 +360,19 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State) 
         return array
     _report.record(func, "host")
     return host
+
+
+def place_grid(name: str, grid: Any, state: _config.State) -> Any:
+    """``mgrid[...]``/``ogrid[...]`` (``name``): NumPy's grid, an array or a tuple of them, placed
+    as arrays made from nothing are (``Xi, Yi = mgrid[0:n, 0:n]`` of a large ``n`` indexes device
+    arrays: made in NumPy, every use would download or upload it)."""
+    backend = state.backend
+    if backend is None or backend.is_host:
+        return grid
+    limit = _placement.threshold_bytes(state)
+    if type(grid) is tuple:
+        return tuple(place_constructed(name, g, backend, state, limit) for g in grid)
+    return place_constructed(name, grid, backend, state, limit)
 
 
 def _one_pass_stays(backend: Any, hosts: list[numpy.ndarray]) -> bool:

@@ -160,6 +160,33 @@ class Ufunc:
         return _ufunc_by_name, (self.__name__,)  # by name, like NumPy's ufuncs
 
 
+class Grid:
+    """npgpu's face of ``numpy.mgrid`` or ``numpy.ogrid``: NumPy builds the grid; with acceleration
+    on, its arrays are placed as arrays made from nothing (on the device from the creation threshold)."""
+
+    __slots__ = ("_grid", "_name")
+
+    def __init__(self, grid: Any, name: str) -> None:
+        self._grid = grid
+        self._name = name
+
+    def __getitem__(self, key: Any) -> Any:
+        grid = self._grid[key]
+        state = _state_get() or _config._default
+        if state.backend is None:
+            return grid
+        return _dispatch.place_grid(self._name, grid, state)
+
+    def __len__(self) -> int:
+        return len(self._grid)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._grid, name)
+
+    def __repr__(self) -> str:
+        return repr(self._grid)
+
+
 def _ufunc_by_name(name: str) -> Any:
     return getattr(_hooks.core.namespace, name)
 

@@ -184,3 +184,39 @@ def test_pickled_ufunc_is_the_same_ufunc():
     import pickle
 
     assert pickle.loads(pickle.dumps(npgpu.sin)) is npgpu.sin
+
+
+GRID_KEYS = [(slice(0, 300), slice(0, 200)), (slice(-1.0, 1.0, 0.25),), (slice(0, 1, 5j), slice(2, 10, 3)),
+             (slice(5),), (slice(0, 40), slice(0, 30), slice(0, 20))]
+
+
+@pytest.mark.parametrize("key", GRID_KEYS, ids=[str(i) for i in range(len(GRID_KEYS))])
+@pytest.mark.parametrize("name", ["mgrid", "ogrid"])
+def test_grids_are_numpys_placed_as_creations(device_backend, name, key):
+    """``mgrid[...]``/``ogrid[...]`` give NumPy's arrays (values, dtypes, shapes, a tuple for
+    ogrid); with threshold 0 each is made on the device, as any creation from nothing would be
+    (mandelbrot2's ``Xi, Yi = mgrid[0:n, 0:n]`` then indexes device arrays without a download)."""
+    expected = getattr(numpy, name)[key]
+    with npgpu.enable(device_backend, threshold=0):
+        got = getattr(npgpu, name)[key]
+        unpacked = list(got) if type(got) is npgpu.DeviceArray and got.ndim > 1 else []
+    assert (type(got) is tuple) == (type(expected) is tuple)
+    pairs = list(zip(got, expected)) if type(expected) is tuple else [(got, expected)]
+    for g, e in pairs:
+        assert type(g) is npgpu.DeviceArray
+        assert g.dtype == e.dtype and g.shape == e.shape
+        numpy.testing.assert_array_equal(numpy.asarray(g), e)
+    for g, e in zip(unpacked, expected):  # (``Xi, Yi = mgrid[...]``: device views)
+        assert type(g) is npgpu.DeviceArray
+        numpy.testing.assert_array_equal(numpy.asarray(g), e)
+
+
+def test_small_grids_and_grids_with_acceleration_off_are_numpys():
+    assert type(npgpu.mgrid[0:4, 0:4]) is numpy.ndarray
+    with npgpu.enable("emulated", threshold=1 << 20):
+        small = npgpu.mgrid[0:10, 0:10]
+        large = npgpu.mgrid[0:300, 0:300]
+    assert type(small) is numpy.ndarray
+    assert type(large) is npgpu.DeviceArray
+    numpy.testing.assert_array_equal(numpy.asarray(large), numpy.mgrid[0:300, 0:300])
+    assert npgpu.mgrid.__getitem__ is not None and repr(npgpu.ogrid) == repr(numpy.ogrid)
