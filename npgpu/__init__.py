@@ -57,7 +57,8 @@ _hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function
                to_host=_transfer.to_host, materialize=_materialize.materialize,
                record_binary=_recorder.record_binary, record_unary=_recorder.record_unary,
                charge_read=_residency.charge_read, charge_write=_residency.charge_write,
-               charge_conversion=_residency.charge_conversion)
+               charge_conversion=_residency.charge_conversion,
+               charge_kernel=_residency.charge_kernel)
 _native.configure(_native.Parts(
     state_var=_config._state, config_globals=vars(_config), ndarray=_numpy.ndarray, dtype=_numpy.dtype,
     host_scalars=_ops.HOST_SCALARS, dispatch_function=_dispatch.function,

@@ -32,6 +32,10 @@ class State:
     #: What placement learned while this enable() is in force (npgpu/_residency.py: the origins whose
     #: arrays run faster in NumPy); states derived from it (``replace``) share it
     learned: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: Whether creations below the creation threshold go to the dispatcher rather than straight to
+    #: NumPy: set (``route_creations``) once placement learned a line whose small creation is
+    #: better made on the device; the wrappers' short road then asks where each one belongs
+    routes_creations: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Host inputs below this many bytes stay in NumPy; computed once, read on every small call.
@@ -44,6 +48,8 @@ class State:
         if create is None:
             create = 1 << 20 if self.backend is None else self.backend.default_threshold_bytes
         object.__setattr__(self, "create_limit", create)
+        # (the creation wrappers' short road, C and Python, reads this one)
+        object.__setattr__(self, "short_create_limit", 0 if self.routes_creations else create)
 
     @property
     def enabled(self) -> bool:
@@ -129,6 +135,16 @@ def enable(
         random=old.random if random is None else random,
     )
     return _StateChange(new)
+
+
+def route_creations() -> None:
+    """From now on, in this thread's ``enable()``, small creations go to the dispatcher (placement
+    learned a line whose creation is better made on the device: npgpu/_residency.py). The state
+    in force is replaced by one that says so and shares what was learned; the ``enable()``'s exit
+    restores the state before it, as always."""
+    state = current()
+    if state.backend is not None and not state.routes_creations:
+        _state.set(replace(state, routes_creations=True))
 
 
 def device_backend(device: Any) -> Any:

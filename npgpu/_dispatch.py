@@ -108,19 +108,22 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if backend.prefers_host(func):
         return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices),
                                   _rule(backend, _placement.FASTER_ON_HOST, devices, hosts))
-    origin = None
+    origin = rule = None
     if not devices:
         if func in _ops.REDUCTIONS and hosts and _one_pass_stays(backend, hosts):
             _report.record(func, "host", **_rule(backend, _placement.ONE_PASS_ON_HOST, devices, hosts))
             return func(*args, **kwargs)
-        if not _offload_host_call(func, args, kwargs, hosts, backend, state):
-            _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
-            return func(*args, **kwargs)
-        if func in _ops.CREATIONS:
+        offload = _offload_host_call(func, args, kwargs, hosts, backend, state)
+        if func in _ops.CREATIONS and func in backend.functions and (offload or state.routes_creations):
             origin = _residency.origin(state, func, _ops.creation_request(func, args, kwargs)[0])
             if _residency.learned(state, origin):
                 _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
                 return func(*args, **kwargs)
+            if not offload and _residency.learned_on_device(state, origin):
+                offload, rule = True, _placement.LEARNED_ON_DEVICE
+        if not offload:
+            _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
+            return func(*args, **kwargs)
     if func in _ops.LIKE_CREATIONS and args and type(args[0]) in (DeviceArray, numpy.ndarray):
         prototype = args[0]  # (on the device, or host data large enough to have moved there)
         origin = _residency.origin(state, func, prototype.shape, prototype.dtype.str, kwargs.get("dtype"),
@@ -154,8 +157,9 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         if mutated:  # (part of the write may have happened: no second try on the host)
             raise
         return fallback(func, func, args, kwargs, mutated, state, reason=fault.reason)
-    _report.record(func, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices else
-                                           _placement.ABOVE_THRESHOLD, devices, hosts))
+    if rule is None:
+        rule = _placement.DEVICE_OPERANDS if devices else _placement.ABOVE_THRESHOLD
+    _report.record(func, "device", **_rule(backend, rule, devices, hosts))
     out = kwargs.get("out")
     if isinstance(out, DeviceArray):
         return out
@@ -819,11 +823,20 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = backend.call_ufunc(uf, method, ninputs, options, loop or None)
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
+    if tracked and method == "__call__":
+        _residency.charge_kernel(backend, 1, sum(o.nbytes for o in out) if out is not None else _nbytes(result))
     _report.record(uf, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices or out_devices else
                                          _placement.ABOVE_THRESHOLD, devices + out_devices, hosts))
     if out is not None:
         return out[0] if len(out) == 1 else out
     return wrap(result, backend, uf)
+
+
+def _nbytes(result: Any) -> int:
+    """The bytes of a backend call's result (its arrays' for a tuple of them)."""
+    if isinstance(result, tuple):
+        return sum(getattr(r, "nbytes", 0) for r in result)
+    return getattr(result, "nbytes", 0)
 
 
 #: ufunc methods that only read their inputs (``at`` writes its first)

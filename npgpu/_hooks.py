@@ -67,6 +67,9 @@ class Core(Protocol):
     def charge_conversion(self, array: Any, moving_s: float | None = None) -> None:
         """Residency: NumPy converted ``array`` to a host array (npgpu/_residency.py)."""
 
+    def charge_kernel(self, backend: Any, ops: int, nbytes: int) -> None:
+        """Residency: a kernel of ``ops`` elementwise operations wrote ``nbytes`` (npgpu/_residency.py)."""
+
 
 class _Hooks:
     """The installed parts (a plain object: the C operators read its ``__dict__``)."""
@@ -83,7 +86,7 @@ def install(**parts: Any) -> None:
     """Fill ``core`` (the composition root, once; _native swaps the recorder's two roads)."""
     missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "setitem",
                                  "on_host", "to_host", "materialize", "record_binary", "record_unary", "charge_read",
-                                 "charge_write", "charge_conversion")
+                                 "charge_write", "charge_conversion", "charge_kernel")
                if name not in parts and name not in vars(core)]
     if missing:
         raise TypeError(f"npgpu core hooks missing: {', '.join(missing)}")

@@ -283,7 +283,7 @@ def wrap_creation(func: Callable[..., Any], module: str = "npgpu", native: bool 
                 num = args[2] if len(args) > 2 else kwargs.get("num", 50)
                 if type(num) is int:
                     n = num
-        if 0 <= n * 8 < state.create_limit and not (kwargs and "device" in kwargs):
+        if 0 <= n * 8 < state.short_create_limit and not (kwargs and "device" in kwargs):
             small_calls[0] += 1
             return func(*args, **kwargs) if kwargs else func(*args)
         return routed(*args, **kwargs)

@@ -17,6 +17,7 @@ from ._report import (
     BELOW_THRESHOLD,
     DEVICE_OPERANDS,
     FASTER_ON_HOST,
+    LEARNED_ON_DEVICE,
     LEARNED_ON_HOST,
     MOVED_TO_HOST,
     ONE_PASS_ON_HOST,
@@ -25,8 +26,8 @@ from ._report import (
 )
 from .backends.costs import USES
 
-__all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "LEARNED_ON_HOST",
-           "MOVED_TO_HOST", "ONE_PASS_ON_HOST", "RECORDED", "RULES",
+__all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "LEARNED_ON_DEVICE",
+           "LEARNED_ON_HOST", "MOVED_TO_HOST", "ONE_PASS_ON_HOST", "RECORDED", "RULES",
            "describe", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
 
 def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) -> float | None:

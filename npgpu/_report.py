@@ -98,8 +98,12 @@ MOVED_TO_HOST = "its element and row work ran faster in NumPy (measured costs): 
 LEARNED_ON_HOST = "arrays made here moved to the host (residency, this enable()): made in NumPy"
 ONE_PASS_ON_HOST = ("a reduction of host data reads it once: its upload costs more than NumPy's pass (measured): "
                     "stays in NumPy")
+#: residency: a small creation on a line where NumPy then downloaded a device array to combine with it
+#: (``linspace(a, b, n)[device_index]``): made on the device, so the device array stays there
+LEARNED_ON_DEVICE = ("a device array was downloaded to combine with what was made here (this enable()): "
+                     "made on the device")
 RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED, MOVED_TO_HOST, LEARNED_ON_HOST,
-         ONE_PASS_ON_HOST)
+         ONE_PASS_ON_HOST, LEARNED_ON_DEVICE)
 #: (call site, where, placement rule) -> [calls, estimated seconds of the other choice, calls estimated]
 _rules: dict[tuple[tuple[str, int], str, str], list[Any]] = {}
 

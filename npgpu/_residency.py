@@ -14,8 +14,9 @@ less what NumPy would take, by the backend's costs measured at first use (backen
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
   rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
   index arrays, or of a host value, uploads them: the dispatcher charges that (``charge_moves``);
-- a copy selected by a boolean device mask (``Z[I]``): as a view of its bytes, and a round trip:
-  the host reads the mask's count back before the copy can be allocated;
+- a copy selected by a boolean device mask (``Z[I]``): as a view of its bytes and the mask's (both
+  read the mask whole), and a round trip: the host reads the mask's count back before the copy
+  can be allocated;
 - a device call of the array with host operands: their upload (``charge_moves``); with a host
   ``out=``: the download of the device operands; a function of it whose result is a scalar read
   back (``(A[k] * w).sum()``): that round trip.
@@ -46,6 +47,7 @@ NumPy arrays). The report counts each move (MOVED_TO_HOST) with the bytes it dow
 from __future__ import annotations
 
 import collections
+import dis
 import functools
 import gc
 import sys
@@ -56,7 +58,7 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _report, _transfer
+from . import _callsite, _config, _ops, _report, _transfer
 from ._array import DeviceArray, ResidentArray, set_class, tracked
 from .lazy import materialize as _lazy
 
@@ -121,6 +123,53 @@ def origin(state: Any, *what: Any) -> Any:
 def learned(state: Any, key: Any) -> bool:
     """Whether arrays made at origin ``key`` ran faster in NumPy, as learned in this ``enable()``."""
     return key is not None and key in state.learned
+
+
+def learned_on_device(state: Any, key: Any) -> bool:
+    """Whether a small creation at origin ``key`` is made on the device: NumPy downloaded a device
+    array on its line, in this ``enable()``, to combine it with what was made there (``learn_line``)."""
+    return key is not None and (_ON_DEVICE, key[0], key[1]) in state.learned
+
+
+#: how ``learned`` keys a line whose small creations are made on the device: (_ON_DEVICE, code, line)
+_ON_DEVICE = "made on the device"
+#: the creation functions' names, as a line's code loads them (``np.linspace``, ``zeros``)
+_CREATION_NAMES = frozenset(f.__name__ for f in _ops.CREATIONS)
+#: (code object, line) -> whether that line calls a creation (read from its bytecode once)
+_creating_lines: dict[tuple[Any, int], bool] = {}
+
+
+def _creates(code: Any, line: int) -> bool:
+    key = (code, line)
+    found = _creating_lines.get(key)
+    if found is None:
+        found = False
+        for instruction in dis.get_instructions(code):
+            if (instruction.positions is not None and instruction.positions.lineno == line
+                    and instruction.opname in _LOADS and instruction.argval in _CREATION_NAMES):
+                found = True
+                break
+        _creating_lines[key] = found
+    return found
+
+
+_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST"})
+
+
+def learn_line(state: Any, frame: Any) -> None:
+    """NumPy downloaded a device array at ``frame``'s line (user code) to combine it with host data
+    (``linspace(a, b, n)[Xi]``: a host array indexed by a device one). Where that line makes an
+    array (a creation it calls, below the creation threshold, so NumPy made it), its creations are
+    made on the device from now on in this ``enable()``: the next call's result, indexed on the
+    device, stays there, and nothing is downloaded (mandelbrot2's ``X``, ``Y`` and ``C`` then stay
+    on the device with the grid that indexes them)."""
+    code, line = frame.f_code, frame.f_lineno
+    if line is None or not _creates(code, line):
+        return
+    key = (_ON_DEVICE, code, line)  # (the line, whoever calls it: its creation is indexed by device data)
+    if key not in state.learned:
+        state.learned[key] = True
+        _config.route_creations()
 
 
 def track(array: Any, state: Any, key: Any) -> None:
@@ -188,10 +237,14 @@ def charge_read(array: Any, key: Any, result: Any) -> None:
     root, ledger = found
     costs = ledger.costs
     if type(result) is _DEVICE_ARRAY:
-        excess = costs.device_excess_s(result.nbytes)
         if type(key) is _DEVICE_ARRAY and key.dtype.kind == "b":
-            # (a device mask: the device counts its elements, the host reads the count back)
-            excess += costs.upload_s
+            # A device mask: both read it whole as they copy what it selects (NumPy's pass over a
+            # mask of 170 000 that selects 1% takes 50 us, longer than copying what it selects:
+            # mandelbrot2's late steps), and the device counts its elements first, the host
+            # reading the count back
+            excess = costs.device_excess_s(result.nbytes + key.nbytes) + costs.upload_s
+        else:
+            excess = costs.device_excess_s(result.nbytes)
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
     else:  # an element read back: a round trip
@@ -267,6 +320,24 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
     nbytes = array.nbytes
     excess = moving_s if moving_s is not None and nbytes >= _transfer.SPLIT_BYTES else costs.upload_time_s(nbytes)
     _add(tracked.get(id(_root(array))), excess)
+    state = _config.current()
+    if state.backend is array._backend:
+        frame, library = _callsite.caller(sys._getframe(1))
+        if frame is not None and not library:
+            learn_line(state, frame)
+
+
+def charge_kernel(backend: Any, ops: int, nbytes: int) -> None:
+    """A device kernel of ``ops`` elementwise operations wrote ``nbytes`` while arrays are tracked:
+    what it cost beyond the ``ops`` passes NumPy would have made (a credit where the device is
+    faster), added to the open window. The index work a window judges often comes with elementwise
+    work on the same arrays, where the device wins (mandelbrot2's complex steps on 1M points):
+    without it, a window counted only the device's index costs. Only a window that index work
+    opened takes it, so a program's earlier elementwise phases don't credit a later element loop."""
+    costs = backend.costs
+    window = _Window
+    if costs is not None and window.events:
+        window.excess += costs.device_op_s(nbytes) - ops * (costs.host_call_s + costs.host_op_s(nbytes))
 
 
 def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:

@@ -1896,7 +1896,7 @@ PyInit__speedups(void)
     INTERN(s_default, "_default");
     INTERN(s_backend, "backend");
     INTERN(s_host_limit, "host_limit");
-    INTERN(s_create_limit, "create_limit");
+    INTERN(s_create_limit, "short_create_limit");  /* (the short road's limit: State) */
     INTERN(s_nbytes, "nbytes");
     INTERN(s_num, "num");
     INTERN(s_device, "device");

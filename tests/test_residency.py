@@ -416,8 +416,8 @@ def test_a_write_keyed_by_host_index_arrays_is_charged_their_upload_once(gpu_lik
 
 
 def test_a_copy_selected_by_a_device_mask_is_charged_the_round_trip_of_its_count(gpu_like):
-    """``Z[I]`` with a boolean device ``I``: the host reads back the count before the copy can be
-    allocated, a round trip a view or a host-keyed copy does not make."""
+    """``Z[I]`` with a boolean device ``I``: both read the mask whole, and the host reads back the
+    count before the copy can be allocated, a round trip a view or a host-keyed copy does not make."""
     A = npgpu.asarray(numpy.arange(100_000.0))
     ledger = _array.tracked[id(A)]
     keep = A > 50_000.0
@@ -425,9 +425,107 @@ def test_a_copy_selected_by_a_device_mask_is_charged_the_round_trip_of_its_count
     picked = A[keep]
     nbytes = 49_999 * 8
     view_like = GPU.device_op_s(nbytes) - GPU.host_call_s - GPU.host_op_s(nbytes)
-    assert ledger.total - before == pytest.approx(view_like + GPU.upload_s)
+    masked = GPU.device_op_s(nbytes + 100_000) - GPU.host_call_s - GPU.host_op_s(nbytes + 100_000)
+    assert ledger.total - before == pytest.approx(masked + GPU.upload_s)
     numpy.testing.assert_array_equal(numpy.asarray(picked), numpy.arange(100_000.0)[50_001:])
     before = ledger.total
     rows = A[numpy.arange(50_001, 100_000)]  # (host integer keys: their upload is the dispatcher's charge)
     assert ledger.total - before == pytest.approx(GPU.upload_time_s(49_999 * 8) + view_like)
     numpy.testing.assert_array_equal(numpy.asarray(rows), numpy.asarray(picked))
+
+
+@pytest.fixture
+def gpu_sized(monkeypatch):
+    """The emulated backend with a GPU's costs, arrays made on the device from 1 MiB (so small
+    creations are NumPy's, as on a real device)."""
+    monkeypatch.setattr(get_backend("emulated"), "costs", GPU)
+    with npgpu.enable("emulated", threshold=1 << 20) as change:
+        yield change.state
+
+
+def _lookup(n, index):
+    return npgpu.linspace(0.0, 1.0, n)[index]  # (a small creation indexed by a device array, on one line)
+
+
+def test_a_small_creation_indexed_by_a_device_array_is_made_on_the_device_next_time(gpu_sized):
+    """NumPy indexes a small host array by a device one by downloading the index: the line's
+    creation is learned, and from its next call made on the device, so the result stays there."""
+    host_index = numpy.random.default_rng(1).integers(0, 1000, 300_000)
+    index = npgpu.asarray(host_index)
+    assert type(index) is _array.DeviceArray
+    expected = numpy.linspace(0.0, 1.0, 1000)[host_index]
+    npgpu.report(reset=True)
+    first = _lookup(1000, index)
+    assert type(first) is numpy.ndarray  # (NumPy made it and indexed it: the index was downloaded)
+    second = _lookup(1000, index)
+    assert type(second) is _array.DeviceArray
+    numpy.testing.assert_array_equal(first, expected)
+    numpy.testing.assert_array_equal(numpy.asarray(second), expected)
+    assert _placed_by(_placement.LEARNED_ON_DEVICE)
+    assert type(npgpu.linspace(0.0, 1.0, 1000)) is numpy.ndarray  # (another line's stays NumPy's)
+    with npgpu.enable("emulated", threshold=1 << 20):  # (learned in that enable() only)
+        assert type(_lookup(1000, index)) is numpy.ndarray
+
+
+def test_a_conversion_on_a_line_that_makes_nothing_learns_nothing(gpu_sized):
+    index = npgpu.asarray(numpy.arange(300_000) % 1000)
+    table = numpy.linspace(0.0, 1.0, 1000)
+    picked = table[index]
+    numpy.testing.assert_array_equal(picked, table[numpy.arange(300_000) % 1000])
+    assert not npgpu._config.current().routes_creations
+    assert type(npgpu.linspace(0.0, 1.0, 1000)) is numpy.ndarray
+
+
+def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like):
+    """A kernel's time on the device against NumPy's passes over the same bytes goes into the
+    open window (a credit: the device is faster on 8 MB), and into none before index work opens one."""
+    A = npgpu.asarray(numpy.arange(1_000_000.0))
+    B = A * 2.0 + 1.0
+    npgpu.sync()
+    assert _residency._Window.excess == 0.0 and _residency._Window.events == 0
+    A[5]  # (an element read: the window opens)
+    before = _residency._Window.excess
+    C = A * 2.0 + 1.0
+    npgpu.sync()
+    credit = GPU.device_op_s(8_000_000) - 2 * (GPU.host_call_s + GPU.host_op_s(8_000_000))
+    assert credit < 0
+    assert _residency._Window.excess - before == pytest.approx(credit)
+    numpy.testing.assert_array_equal(numpy.asarray(C), numpy.asarray(B))
+
+
+def _escape_grid(n, steps):
+    """mandelbrot2's shape, written for this test: a grid indexes small coordinate tables, the
+    points that have not escaped narrow every array."""
+    Xi, Yi = npgpu.mgrid[0:n, 0:n]
+    X = npgpu.linspace(-2.0, 0.5, n)[Xi]
+    Y = npgpu.linspace(-1.25, 1.25, n)[Yi]
+    C = X + Y * 1j
+    counts = npgpu.zeros(C.shape, dtype=numpy.int64)
+    Xi.shape = Yi.shape = C.shape = n * n
+    Z = npgpu.zeros(C.shape, numpy.complex128)
+    for i in range(steps):
+        npgpu.multiply(Z, Z, Z)
+        npgpu.add(Z, C, Z)
+        out = abs(Z) > 2.0
+        counts[Xi[out], Yi[out]] = i + 1
+        npgpu.logical_not(out, out)
+        Z, Xi, Yi, C = Z[out], Xi[out], Yi[out], C[out]
+    return counts, Z
+
+
+def test_a_grid_program_stays_on_the_device_from_its_second_call(gpu_sized, monkeypatch):
+    """The grid is made on the device, the coordinate tables learn to be: from the second call
+    every array stays there, nothing falls back, and the answers are NumPy's. (A device whose
+    launches and round trips take 10 us, where the device wins every step of this size; with
+    60 us the late steps, on 40 000 points, go to NumPy.)"""
+    monkeypatch.setattr(get_backend("emulated"), "costs", dataclasses.replace(GPU, launch_s=10e-6, upload_s=10e-6))
+    with npgpu.disable():
+        expected, expected_z = _escape_grid(400, 30)
+    npgpu.report(reset=True)
+    for _ in range(3):
+        counts, Z = _escape_grid(400, 30)
+        numpy.testing.assert_array_equal(numpy.asarray(counts), expected)
+        numpy.testing.assert_array_equal(numpy.asarray(Z), expected_z)
+    assert type(counts) is _array.DeviceArray and type(Z) is _array.DeviceArray
+    assert npgpu.report().as_dict()["totals"]["fallback"] == 0
+    assert _placed_by(_placement.LEARNED_ON_DEVICE)

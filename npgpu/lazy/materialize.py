@@ -25,8 +25,8 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _fperr, _ops, _report
-from .._array import DeviceArray
+from .. import _config, _fperr, _hooks, _ops, _report
+from .._array import DeviceArray, tracked
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
 from ..kernels.ir import Graph, GraphBuilder, Node, evaluate
@@ -203,6 +203,8 @@ def materialize(array: Any, out: Any = None) -> None:
     _pending.discard(array)
     if started is not None:
         _launch_stats(state, result.nbytes, started)
+        if tracked:  # (residency: what the kernel saved or cost against NumPy's passes)
+            _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes)
     if launch is not None:
         _fperr.launched(backend, launch)
 
