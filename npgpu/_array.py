@@ -508,7 +508,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, key: Any) -> Any:
-        if self._pending is None:  # (the short road for views: a[1:, :-1], a[i], a[:, None])
+        if self._pending is None:  # (the short road for views, a[1:, :-1], a[i], a[:, None], and masks: a[m])
             result = _core.getitem(self, key, sys._getframe(1))
             if result is not NotImplemented:
                 if tracked:  # (residency: what reads of an entry's array cost, _residency.py)

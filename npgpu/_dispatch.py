@@ -182,11 +182,14 @@ _INDEXES: dict[tuple[Any, numpy.dtype], bool] = {}
 def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
     """``array[key]`` for a key of ints, slices of ints, None and Ellipsis on a computed device
     array: the backend's view at once, without the general path's scan of the arguments (nothing
-    in such a key can be host data or a write); NotImplemented for anything else."""
+    in such a key can be host data or a write); for a boolean device mask, its selection
+    (``_mask_getitem``); NotImplemented for anything else."""
     state = _config.current()
     backend = array._backend
     if not state.enabled or backend.is_host:
         return NotImplemented
+    if type(key) is DeviceArray:
+        return _mask_getitem(array, key, backend, frame)
     if not _basic_key(key):
         return NotImplemented
     native = array._device_data
@@ -200,6 +203,33 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
     # (_keeps_dimensions for a basic key, whose items compare with Ellipsis safely: `in`, no generator)
     keeps = key is Ellipsis or (type(key) is tuple and Ellipsis in key)
     return wrap(result, backend, _GETITEM, not keeps, [array])
+
+
+#: (backend, dtype) -> whether the backend selects elements of arrays of that dtype by a boolean mask
+_MASKS: dict[tuple[Any, numpy.dtype], bool] = {}
+
+
+def _mask_getitem(array: DeviceArray, mask: DeviceArray, backend: Any, frame: Any) -> Any:
+    """``array[mask]`` for a boolean device mask of the same backend whose shape is the array's
+    leading shape: the backend's selection at once, without the general path's scan of the
+    arguments (mandelbrot2 makes nine a step). NotImplemented for any other mask (the general path
+    gives NumPy's errors) and where the device fails (it falls back there, counted)."""
+    if (mask._backend is not backend or mask.dtype.kind != "b" or not mask.ndim
+            or mask.shape != array.shape[:mask.ndim]):
+        return NotImplemented
+    native = array._device_data
+    ok = _MASKS.get((backend, array.dtype))
+    if ok is None:
+        ok = _MASKS[(backend, array.dtype)] = (not backend.prefers_host(_GETITEM) and backend.supports_function(
+            _GETITEM, (array.dtype, mask.dtype), (array, mask), {}))
+    if not ok:
+        return NotImplemented
+    try:
+        result = backend.call_function(_GETITEM, (native, mask._native), {})
+    except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
+        return NotImplemented
+    _report.count(_GETITEM, "device", frame)
+    return wrap(result, backend, _GETITEM, True, [array])
 
 
 def _basic_key(key: Any) -> bool:
@@ -216,8 +246,8 @@ def _basic_key(key: Any) -> bool:
 
 
 def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
-    """``array[key] = value`` for a basic key and a scalar (``_fill_basic``), or a device array of
-    the same backend in two cases
+    """``array[key] = value`` for a basic key and a scalar (``_fill_basic``), for index arrays or
+    a mask on the device (``_indexed_setitem``), or a device array of the same backend in two cases
     the general path would spend a kernel on: ``value`` is the very view ``array[key]`` (what
     ``a[1:] -= x`` writes back after its in-place kernel: nothing to do), or ``value`` is a pending
     expression of the view's dtype and shape that only this statement holds, reading no memory that
@@ -225,7 +255,11 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     NotImplemented otherwise (and for a read-only ``array``: the general path raises)."""
     state = _config.current()
     backend = array._backend
-    if not state.enabled or backend.is_host or not _basic_key(key):
+    if not state.enabled or backend.is_host:
+        return NotImplemented
+    if type(key) is DeviceArray or (type(key) is tuple and key and all(type(k) is DeviceArray for k in key)):
+        return _indexed_setitem(array, key, value, backend, frame)
+    if not _basic_key(key):
         return NotImplemented
     if type(value) is not DeviceArray:
         return _fill_basic(array, key, value, backend, frame)
@@ -246,6 +280,36 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
         _lazy.before_write(backend, view, skip=value, known=known)
         _lazy.materialize(value, out=view)
     _report.count(numpy.ndarray.__setitem__, "device", frame)
+    return None
+
+
+#: (backend, the dtypes of the target, its index arrays and a device value) -> whether the backend writes them
+_INDEX_WRITES: dict[tuple[Any, ...], bool] = {}
+_SETITEM = numpy.ndarray.__setitem__
+
+
+def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:
+    """``array[rows, cols] = value`` with index arrays (or a mask) on the same device and a scalar
+    or device value: the backend's write at once, without the general path's scan of the arguments
+    (mandelbrot2's ``N_[Xi[I], Yi[I]] = i + 1``, two a step). The same write the general path
+    makes: recorded work reading the array runs first; the backend reports NumPy's errors."""
+    keys = key if type(key) is tuple else (key,)
+    if any(k._backend is not backend for k in keys) or (type(value) is DeviceArray and value._backend is not backend):
+        return NotImplemented
+    dtypes = (array.dtype, *(k.dtype for k in keys), *((value.dtype,) if type(value) is DeviceArray else ()))
+    ok = _INDEX_WRITES.get((backend, dtypes))
+    if ok is None:
+        ok = _INDEX_WRITES[(backend, dtypes)] = (not backend.prefers_host(_SETITEM) and backend.supports_function(
+            _SETITEM, dtypes, (array, key, value), {}))
+    if not ok:
+        return NotImplemented
+    native = array._device_data
+    nkey = tuple(k._native for k in keys) if type(key) is tuple else key._native
+    nvalue = value._native if type(value) is DeviceArray else value
+    if _lazy.pending_count():
+        _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
+    backend.call_function(_SETITEM, (native, nkey, nvalue), {})
+    _report.count(_SETITEM, "device", frame)
     return None
 
 

@@ -292,3 +292,42 @@ def test_float_to_integer_casts_wrap_in_every_memory_order(xp, order):
         warnings.simplefilter("ignore", RuntimeWarning)
         a, f = xp.asarray(values), xp.asarray(numpy.asfortranarray(values))
         return a.astype("int8", order=order), f.astype("int8", order=order), a.T.astype("uint8", order=order)
+
+
+# -- indexing by device masks and index arrays (the short roads of npgpu/_dispatch.py) ------------
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "int64", "bool", "float32"])
+@differential(rtol=0.0)
+def test_selection_by_a_device_mask(xp, dtype):
+    a = xp.asarray((numpy.arange(24.0).reshape(4, 6) % 5).astype(dtype))
+    full = a != a.ravel()[0]  # (a computed mask, pending where fusion records it)
+    rows = xp.asarray(numpy.array([True, False, True, True]))
+    picked = a[full]
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        a[xp.asarray(numpy.array([True, False]))]
+    narrowed = a[rows][xp.asarray(numpy.array([False, True, True]))]
+    return picked, a[rows], narrowed, a[full & ~full], a.ravel()[full.ravel()]
+
+
+@differential(rtol=0.0)
+def test_writes_through_device_index_arrays_and_masks(xp):
+    counts = xp.asarray(numpy.zeros((5, 6), "int64"))
+    values = xp.asarray(numpy.zeros((5, 6), "complex128"))
+    rows = xp.asarray(numpy.array([0, 4, 2, -1]))
+    cols = xp.asarray(numpy.array([1, 5, 0, 3]))
+    counts[rows, cols] = 7
+    values[rows, cols] = xp.asarray(numpy.array([1 + 2j, 3j, -1.0, 2.5]))
+    mask = counts > 0
+    counts[mask] = counts[mask] + 1
+    values[xp.asarray(numpy.array([3]))] = 9.0  # (one index array: a row)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 1 with size 6"):
+        counts[rows, xp.asarray(numpy.array([1, 6, 0, 3]))] = 1
+    with pytest.raises(IndexError, match="index -6 is out of bounds for axis 0 with size 5"):
+        counts[xp.asarray(numpy.array([-6, 0])), xp.asarray(numpy.array([0, 0]))] = 1
+    with pytest.raises(OverflowError):
+        xp.asarray(numpy.zeros(3, "uint8"))[xp.asarray(numpy.array([0]))] = 300
+    frozen = xp.asarray(numpy.zeros(3))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        frozen[xp.asarray(numpy.array([0]))] = 1.0
+    return counts, values
