@@ -105,6 +105,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             return fallback(func, func, args, kwargs, mutated, state, reason="out= is a host array")
     if not devices and func in _ops.CONSTRUCTORS:
         return _construct(func, args, kwargs, backend, state)
+    if not devices and func in _ops.GRIDS:
+        return place_grid(func, func(*args, **kwargs), state)
     if backend.prefers_host(func):
         return _on_host_by_choice(func, func, args, kwargs, mutated, state, bool(devices),
                                   _rule(backend, _placement.FASTER_ON_HOST, devices, hosts))
@@ -430,8 +432,9 @@ def place_constructed(func: Any, host: Any, backend: Any, state: _config.State, 
     return host
 
 
-def place_grid(name: str, grid: Any, state: _config.State) -> Any:
-    """``mgrid[...]``/``ogrid[...]`` (``name``): NumPy's grid, an array or a tuple of them, placed
+def place_grid(name: Any, grid: Any, state: _config.State) -> Any:
+    """``mgrid[...]``/``ogrid[...]``/``indices(shape)`` (``name``: "mgrid", "ogrid" or the
+    function, as the report names it): NumPy's grid, an array or a tuple of them, placed
     as arrays made from nothing are (``Xi, Yi = mgrid[0:n, 0:n]`` of a large ``n`` indexes device
     arrays: made in NumPy, every use would download or upload it)."""
     backend = state.backend

@@ -23,7 +23,7 @@ _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, type(numpy.sum
 _ndarray = numpy.ndarray
 _HOST_SCALARS = frozenset(_ops.HOST_SCALARS)
 # Functions whose placement depends on more than their array arguments' sizes.
-_SIZE_DECIDES = frozenset(_ops.CREATIONS) | _ops.CONSTRUCTORS | frozenset(_ops.EXPANDING)
+_SIZE_DECIDES = frozenset(_ops.CREATIONS) | _ops.CONSTRUCTORS | frozenset(_ops.EXPANDING) | _ops.GRIDS
 
 # The wrappers' per-call check in C (npgpu/_speedups.c, configured by _native), when it was built:
 # the same decisions as the Python wrappers below, which stay the reference and the fallback

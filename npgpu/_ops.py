@@ -138,6 +138,11 @@ CREATIONS: dict[Callable[..., Any], Creation] = {
     numpy.tri: Creation(_eye_elements),
 }
 
+#: Functions that make index grids from a shape (``indices((n, m))``): NumPy builds them and their
+#: arrays are placed as arrays made from nothing are (npgpu.mgrid and npgpu.ogrid are the
+#: index-expression faces of the same rule: _dispatch.place_grid)
+GRIDS = frozenset({numpy.indices})
+
 #: NumPy functions (and ndarray methods) -> positional index of their dtype argument (counting the
 #: array for methods and *_like)
 DTYPE_POSITION: dict[Any, int] = {

@@ -220,3 +220,18 @@ def test_small_grids_and_grids_with_acceleration_off_are_numpys():
     assert type(large) is npgpu.DeviceArray
     numpy.testing.assert_array_equal(numpy.asarray(large), numpy.mgrid[0:300, 0:300])
     assert npgpu.mgrid.__getitem__ is not None and repr(npgpu.ogrid) == repr(numpy.ogrid)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": "int32"}, {"sparse": True}], ids=["dense", "int32", "sparse"])
+def test_indices_is_numpys_placed_as_a_creation(device_backend, kwargs):
+    """``indices(shape)`` makes its grid from nothing: NumPy's arrays, on the device from the
+    creation threshold (the escape loop's ``rows, cols = indices(shape)`` index device arrays)."""
+    expected = numpy.indices((30, 40), **kwargs)
+    with npgpu.enable(device_backend, threshold=0):
+        got = npgpu.indices((30, 40), **kwargs)
+    assert (type(got) is tuple) == (type(expected) is tuple)
+    for g, e in zip(got if type(got) is tuple else [got], expected if type(expected) is tuple else [expected]):
+        assert type(g) is npgpu.DeviceArray and g.dtype == e.dtype and g.shape == e.shape
+        numpy.testing.assert_array_equal(numpy.asarray(g), e)
+    with npgpu.enable(device_backend, threshold=1 << 20):
+        assert type(npgpu.indices((30, 40))) is numpy.ndarray
