@@ -6,7 +6,8 @@ device operations in loops, not one kernel. The kinds follow the NPBench kernels
 speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
 solve with a Python loop over rows, a loop of scalar reads and writes, a window loop whose
 small host weights feed every pixel, an escape loop whose masks narrow its arrays and whose
-results are written through index arrays.
+results are written through index arrays, and the same loop written from a grid and coordinate
+tables.
 
 ``TimeOperationCost`` measures the per-operation cost itself: the CPU time per recorded-and-
 launched elementwise operation on a device array (the target: 5 us or less; CuPy's own launch
@@ -116,6 +117,42 @@ class TimeEscapeLoop(BackendBenchmark):
 
     def time_escape(self, backend: str) -> None:
         self.finish(escape_counts(self.xp, self.xp.asarray(self.re), self.xp.asarray(self.im), 40))
+
+
+def grid_escape(xp: Any, n: int, steps: int) -> Any:
+    """The escape loop written from a grid, as NumPy programs write it: ``mgrid`` makes the point
+    indices, small coordinate tables (``linspace``) are indexed by them, and the survivors narrow
+    every array (a small host table indexed by a device grid: its line is learned for the device
+    from the second call, npgpu/_residency.py)."""
+    rows, cols = xp.mgrid[0:n, 0:n]
+    c = xp.linspace(-2.0, 0.5, n)[rows] + 1j * xp.linspace(-1.25, 1.25, n)[cols]
+    counts = xp.zeros(c.shape, dtype=numpy.int64)
+    rows.shape = cols.shape = c.shape = n * n
+    z = xp.zeros(c.shape, numpy.complex128)
+    for step in range(steps):
+        xp.multiply(z, z, z)
+        xp.add(z, c, z)
+        out = abs(z) > 2.0
+        counts[rows[out], cols[out]] = step + 1
+        xp.logical_not(out, out)
+        z, rows, cols, c = z[out], rows[out], cols[out], c[out]
+    return counts
+
+
+class TimeGridEscapeLoop(BackendBenchmark):
+    """40 steps of the escape loop from a 700 x 700 grid (``grid_escape``): its grid, its tables
+    and its results where placement puts them; the first call (where the tables' line is learned)
+    is a warm-up."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.finish(grid_escape(self.xp, 700, 40))
+
+    def time_escape(self, backend: str) -> None:
+        self.finish(grid_escape(self.xp, 700, 40))
 
 
 class TimeHostWeightsLoop(BackendBenchmark):
