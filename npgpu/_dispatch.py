@@ -891,11 +891,14 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
     if tracked and method == "__call__":
-        _residency.charge_kernel(backend, 1, sum(o.nbytes for o in out) if out is not None else _nbytes(result))
+        _residency.charge_kernel(backend, 1, _nbytes(result))
     _report.record(uf, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices or out_devices else
                                          _placement.ABOVE_THRESHOLD, devices + out_devices, hosts))
     if out is not None:
-        return out[0] if len(out) == 1 else out
+        if len(out) == 1:
+            return out[0]
+        # (an output given as None is NumPy's to allocate: divmod(a, b, out=(None, r)) returns a new quotient)
+        return tuple(o if o is not None else wrap(r, backend, uf) for o, r in zip(out, result))
     return wrap(result, backend, uf)
 
 

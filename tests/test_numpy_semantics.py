@@ -331,3 +331,24 @@ def test_writes_through_device_index_arrays_and_masks(xp):
     with pytest.raises(ValueError, match="read-only"):
         frozen[xp.asarray(numpy.array([0]))] = 1.0
     return counts, values
+
+
+def _outputs_given_as_none(xp):
+    a = xp.asarray(numpy.arange(-6.0, 6.0))
+    r = xp.asarray(numpy.zeros(12))
+    f = xp.asarray(numpy.zeros(12))
+    quotient, remainder = xp.divmod(a, 4.0, out=(None, r))
+    fraction, whole = xp.modf(a / 5.0, out=(f, None))
+    assert remainder is r and fraction is f
+    return quotient, remainder, fraction, whole
+
+
+@differential(rtol=0.0)
+def test_an_output_given_as_none_is_allocated(xp):
+    # (a wrong answer before: the device path returned the None it was given for the quotient)
+    return _outputs_given_as_none(xp)
+
+
+@differential(rtol=0.0, fusion=False)
+def test_an_output_given_as_none_is_allocated_without_fusion(xp):
+    return _outputs_given_as_none(xp)

@@ -529,3 +529,18 @@ def test_a_grid_program_stays_on_the_device_from_its_second_call(gpu_sized, monk
     assert type(counts) is _array.DeviceArray and type(Z) is _array.DeviceArray
     assert npgpu.report().as_dict()["totals"]["fallback"] == 0
     assert _placed_by(_placement.LEARNED_ON_DEVICE)
+
+
+def test_an_eager_call_with_an_output_given_as_none_is_counted_while_arrays_are_tracked(gpu_like):
+    """The window's count of an eager kernel reads its result's bytes (an output given as None
+    has none until the backend allocates it)."""
+    with npgpu.enable("emulated", threshold=0, fusion=False):
+        a = npgpu.asarray(numpy.arange(-6.0, 6.0))
+        assert _array.tracked
+        a[1]  # (the window opens)
+        r = npgpu.asarray(numpy.zeros(12))
+        quotient, remainder = npgpu.divmod(a, 4.0, out=(None, r))
+    expected = numpy.divmod(numpy.arange(-6.0, 6.0), 4.0)
+    assert remainder is r
+    numpy.testing.assert_array_equal(numpy.asarray(quotient), expected[0])
+    numpy.testing.assert_array_equal(numpy.asarray(r), expected[1])
