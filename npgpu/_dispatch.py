@@ -249,7 +249,8 @@ def _basic_key(key: Any) -> bool:
 
 def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
     """``array[key] = value`` for a basic key and a scalar (``_fill_basic``), for index arrays or
-    a mask on the device (``_indexed_setitem``), or a device array of the same backend in two cases
+    a mask on the device, or a basic key and any other device value (``_indexed_setitem``), or a
+    device array of the same backend in two cases
     the general path would spend a kernel on: ``value`` is the very view ``array[key]`` (what
     ``a[1:] -= x`` writes back after its in-place kernel: nothing to do), or ``value`` is a pending
     expression of the view's dtype and shape that only this statement holds, reading no memory that
@@ -272,41 +273,44 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
         return NotImplemented
     if value._pending is None:
         if not backend.same_view(view, value._device_data):
-            return NotImplemented
+            return _indexed_setitem(array, key, value, backend, frame)  # (a copy into the view)
     elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion):
-        return NotImplemented
+        return _indexed_setitem(array, key, value, backend, frame)
     else:
         overlapping, known = _lazy.write_plan(value, backend, view)
         if overlapping:
-            return NotImplemented
+            return _indexed_setitem(array, key, value, backend, frame)
         _lazy.before_write(backend, view, skip=value, known=known)
         _lazy.materialize(value, out=view)
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
 
 
-#: (backend, the dtypes of the target, its index arrays and a device value) -> whether the backend writes them
-_INDEX_WRITES: dict[tuple[Any, ...], bool] = {}
 _SETITEM = numpy.ndarray.__setitem__
 
 
 def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:
     """``array[rows, cols] = value`` with index arrays (or a mask) on the same device and a scalar
-    or device value: the backend's write at once, without the general path's scan of the arguments
-    (mandelbrot2's ``N_[Xi[I], Yi[I]] = i + 1``, two a step). The same write the general path
-    makes: recorded work reading the array runs first; the backend reports NumPy's errors."""
+    or device value, or ``array[basic key] = device value``: the backend's write at once, without
+    the general path's scan of the arguments (mandelbrot2's ``N_[Xi[I], Yi[I]] = i + 1``, two a
+    step; correlation's ``corr[i + 1:M, i] = corr[i, i + 1:M] = row``). The same write the general
+    path makes, asked of the backend the same way (whether it writes these depends on the key and
+    the target's layout on OpenCL: asked each time): recorded work reading the array runs first;
+    the backend reports NumPy's errors."""
     keys = key if type(key) is tuple else (key,)
-    if any(k._backend is not backend for k in keys) or (type(value) is DeviceArray and value._backend is not backend):
+    if type(value) is DeviceArray and value._backend is not backend:
         return NotImplemented
-    dtypes = (array.dtype, *(k.dtype for k in keys), *((value.dtype,) if type(value) is DeviceArray else ()))
-    ok = _INDEX_WRITES.get((backend, dtypes))
-    if ok is None:
-        ok = _INDEX_WRITES[(backend, dtypes)] = (not backend.prefers_host(_SETITEM) and backend.supports_function(
-            _SETITEM, dtypes, (array, key, value), {}))
-    if not ok:
+    arrays = [k for k in keys if type(k) is DeviceArray]
+    if any(k._backend is not backend for k in arrays):
+        return NotImplemented
+    dtypes = (array.dtype, *(k.dtype for k in arrays), *((value.dtype,) if type(value) is DeviceArray else ()))
+    if backend.prefers_host(_SETITEM) or not backend.supports_function(_SETITEM, dtypes, (array, key, value), {}):
         return NotImplemented
     native = array._device_data
-    nkey = tuple(k._native for k in keys) if type(key) is tuple else key._native
+    if arrays:
+        nkey = tuple(k._native for k in keys) if type(key) is tuple else key._native
+    else:
+        nkey = key
     nvalue = value._native if type(value) is DeviceArray else value
     if _lazy.pending_count():
         _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)

@@ -352,3 +352,20 @@ def test_an_output_given_as_none_is_allocated(xp):
 @differential(rtol=0.0, fusion=False)
 def test_an_output_given_as_none_is_allocated_without_fusion(xp):
     return _outputs_given_as_none(xp)
+
+
+@differential(rtol=0.0)
+def test_device_arrays_copied_into_basic_views(xp):
+    a = xp.asarray(numpy.arange(30.0).reshape(5, 6))
+    row = xp.asarray(numpy.linspace(-1.0, 1.0, 6))
+    a[1:3] = row  # (a row broadcast into a block)
+    a[1:, 0] = a[:-1, 1]  # (overlapping memory, a strided column)
+    a[0, 1:] = a[0, :-1]  # (overlapping, forward)
+    corr = xp.asarray(numpy.eye(6))
+    for i in range(5):
+        corr[i + 1:6, i] = corr[i, i + 1:6] = a[i, :5 - i] * 2.0  # (correlation's chained write)
+    whole = xp.asarray(numpy.zeros((3, 4), "int64"))
+    whole[...] = xp.asarray(numpy.linspace(-3.7, 3.7, 12).reshape(3, 4))  # (float into int: truncated)
+    with pytest.raises(ValueError):
+        a[0:2] = xp.asarray(numpy.ones(4))
+    return a, corr, whole
