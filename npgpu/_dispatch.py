@@ -5,6 +5,7 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,10 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
+    if func in _REDUCTIONS and args and type(args[0]) is DeviceArray:
+        reduced = _reduce_array(func, args, kwargs)
+        if reduced is not NotImplemented:
+            return reduced
     if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
         hosted, kwargs_hosted = _host_of(args), _host_of(kwargs)
         if func in _ops.IN_MEMORY_CONSTRUCTORS and hosted is not args and "device" not in kwargs:
@@ -341,6 +346,56 @@ def _keeps_dimensions(key: Any) -> bool:
     return key is Ellipsis or (type(key) is tuple and any(k is Ellipsis for k in key))
 
 
+
+
+_REDUCTIONS = _ops.REDUCTIONS
+_AXES = (int, type(None))
+#: (function, backend, dtype, keywords given) -> whether the backend reduces such an array itself
+_REDUCES: dict[tuple[Any, ...], bool] = {}
+
+
+def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``a.sum()``, ``np.max(a, axis=0)``: a reduction of one non-empty device array, with at most
+    an int ``axis`` and ``keepdims``, straight to the backend (or to the fused map-reduce kernel of
+    a pending one), without the general path's scan of the arguments and its placement rule (a
+    device operand keeps the work on the device: nothing to decide). NotImplemented for anything
+    else, and where the device fails (the general path then falls back, counted)."""
+    array = args[0]
+    n = len(args)
+    if n > 2 or (n == 2 and kwargs) or array.size == 0:
+        return NotImplemented
+    axis = args[1] if n == 2 else kwargs.get("axis")
+    if type(axis) not in _AXES or (kwargs and not _REDUCE_KEYWORDS.issuperset(kwargs)) or \
+            type(kwargs.get("keepdims", False)) is not bool:
+        return NotImplemented
+    state = _config.current()
+    backend = array._backend
+    if not state.enabled or backend.is_host or backend is not state.backend:
+        return NotImplemented
+    if array._pending is not None:
+        reduced = _reduce_pending(func, args, kwargs, backend)
+        if reduced is None:
+            return NotImplemented
+    else:
+        key = (func, backend, array.dtype, tuple(kwargs))
+        ok = _REDUCES.get(key)
+        if ok is None:
+            ok = _REDUCES[key] = not backend.prefers_host(func) and backend.supports_function(
+                func, (array.dtype,), args, kwargs)
+        if not ok:
+            return NotImplemented
+        try:
+            result = backend.call_function(func, (array._native, *args[1:]), kwargs)
+        except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
+            return NotImplemented
+        _report.count(func, "device", sys._getframe(1))
+        reduced = wrap(result, backend, func)
+    if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
+        _residency.charge_moves([array], 0)
+    return reduced
+
+
+_REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 
 
 def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any) -> Any:

@@ -91,8 +91,8 @@ ABOVE_THRESHOLD = "host data at least the upload threshold: moved to the device"
 BELOW_THRESHOLD = "host data below the upload threshold: stays in NumPy"
 FASTER_ON_HOST = "the backend runs it slower than NumPy (measured): NumPy runs it"
 #: counted on the hot paths (the C operators, the recorder, indexing's short roads), which know no bytes
-RECORDED = ("elementwise work, a view or an indexed read or write of device arrays, recorded where it was called "
-            "(no estimate)")
+RECORDED = ("elementwise work, a reduction, a view or an indexed read or write of device arrays, recorded where "
+            "it was called (no estimate)")
 #: residency (npgpu/_residency.py): an array whose element and row work cost the device more than half
 #: the time, by the measured costs, moved to the host; arrays made later where it was made stay in NumPy
 MOVED_TO_HOST = "its element and row work ran faster in NumPy (measured costs): moved to the host"

@@ -369,3 +369,19 @@ def test_device_arrays_copied_into_basic_views(xp):
     with pytest.raises(ValueError):
         a[0:2] = xp.asarray(numpy.ones(4))
     return a, corr, whole
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all"])
+@differential()
+def test_reductions_of_a_device_array_by_method_and_function(xp, name):
+    # (the dispatcher's short road for one device array with at most an int axis and keepdims)
+    a = xp.asarray(numpy.linspace(-1.0, 2.0, 24).reshape(4, 6))
+    ints = xp.asarray(numpy.arange(24).reshape(4, 6) % 5)
+    f = getattr(xp, name)
+    results = [f(a), getattr(a, name)(), f(a, 0), f(a, axis=1), f(a, axis=-1, keepdims=True), f(ints),
+               getattr(ints, name)(axis=0), f(a * 2.0 + 1.0), f(a * 2.0, axis=1), f(xp.asarray(numpy.float64(3.5)))]
+    with pytest.raises(numpy.exceptions.AxisError):
+        f(a, axis=2)
+    if name not in ("max", "min"):
+        results.append(f(xp.asarray(numpy.zeros((0, 3))), axis=0))
+    return results
