@@ -701,6 +701,8 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     if described is None:
         return NotImplemented
     backend, key, shape, same_shape, python_int = described
+    if uf.signature is not None:
+        return _fast_gufunc(uf, inputs, backend, key, frame)
     cache_key = (uf, backend, *key)
     cached = _LOOPS.get(cache_key)
     if cached is None:
@@ -734,6 +736,42 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
         result = backend.call_ufunc(uf, "__call__", natives, {}, loop)
     except FALLBACK_FAULTS as fault:  # [device faults]
         return fallback(uf, uf, inputs, {}, [], _config.current(), reason=fault.reason)
+    if frame is None:
+        _report.record(uf, "device")
+    else:
+        _report.count(uf, "device", frame)
+    return wrap(result, backend, uf)
+
+
+#: (gufunc, backend, operand dtypes) -> its loop where the backend runs it on device arrays, else None
+_GUFUNC_LOOPS: dict[tuple[Any, ...], tuple[numpy.dtype, ...] | None] = {}
+
+
+def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: list[Any], frame: Any) -> Any:
+    """``a @ b`` (a gufunc) of device arrays of one backend, no keywords: the backend's call at
+    once, its loop kept per dtypes (correlation's ``data[:, i] @ data[:, i + 1:M]``, 3199 a call).
+    NotImplemented for a scalar or 0-d operand, where the backend declines or prefers NumPy
+    (matmul on a CPU OpenCL device), and where NumPy finds no loop: the general path decides
+    and raises NumPy's errors; the backend raises NumPy's for mismatched core dimensions."""
+    if len(inputs) != uf.nin or any(type(x) is not DeviceArray or not x.ndim for x in inputs):
+        return NotImplemented
+    cache_key = (uf, backend, *key)
+    loop = _GUFUNC_LOOPS.get(cache_key, False)
+    if loop is False:
+        try:
+            loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
+        except (TypeError, ValueError):  # (no loop: the general path raises NumPy's error)
+            loop = None
+        if loop is not None and (backend.prefers_host(uf) or not backend.supports_dtypes(tuple(key))
+                                 or not backend.supports_ufunc(uf, "__call__", loop, {})):
+            loop = None
+        _GUFUNC_LOOPS[cache_key] = loop
+    if loop is None:
+        return NotImplemented
+    try:
+        result = backend.call_ufunc(uf, "__call__", tuple(x._native for x in inputs), {}, loop)
+    except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
+        return NotImplemented
     if frame is None:
         _report.record(uf, "device")
     else:

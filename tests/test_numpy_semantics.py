@@ -385,3 +385,19 @@ def test_reductions_of_a_device_array_by_method_and_function(xp, name):
     if name not in ("max", "min"):
         results.append(f(xp.asarray(numpy.zeros((0, 3))), axis=0))
     return results
+
+
+@differential(rtol=1e-12)
+def test_matmul_of_device_arrays(xp):
+    # (the dispatcher's short road for a gufunc of device arrays)
+    rng = numpy.random.default_rng(7)
+    a = xp.asarray(rng.random((6, 5)))
+    v = xp.asarray(rng.random(5))
+    batch = xp.asarray(rng.random((3, 5, 4)))
+    ints = xp.asarray(numpy.arange(20).reshape(4, 5))
+    single = xp.asarray(rng.random((5, 2)).astype("float32"))
+    z = xp.asarray(rng.random((5, 3)) + 1j * rng.random((5, 3)))
+    with pytest.raises(ValueError):
+        a @ a
+    return (a @ v, v @ a.T, a @ batch, ints @ ints.T, a @ single, single.T @ v, a @ z, xp.matmul(a[:, 1], a[1:, :]),
+            (a * 2.0) @ v)
