@@ -290,13 +290,19 @@ STATEMENTS = {
     "stencil": "x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])",
     "scalar_write": "x[3, 4] = 1.5",
     "scalar_read": "float(y[3, 4])",
+    "sum": "float(y.sum())",
+    "column_write": "x[1:, 0] = y[0, 1:]",
+    "matvec": "y[:, 3] @ y[:, 4:]",
+    "mask_select": "y[y > 0.5]",
 }
 
 
 class TimeStatementCost(BackendBenchmark):
     """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): an
-    in-place update, an in-place stencil of views (one fused kernel), a scalar write and a scalar
-    read. What a loop of such statements pays beyond its kernels (fdtd_2d's are the stencil kind).
+    in-place update, an in-place stencil of views (one fused kernel), a scalar write and read, a
+    whole-array sum read back, a row copied into a column (correlation's), a matrix-vector product
+    of column views (correlation's) and a mask's selection (mandelbrot2's). What a loop of such
+    statements pays beyond its kernels (fdtd_2d's are the stencil kind).
     On a CPU OpenCL device (PoCL) the kernels run on this process's threads: their work is CPU
     time here too, so only a GPU's figures are the statements' overhead alone."""
 
