@@ -121,7 +121,8 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             _report.record(func, "host", **_rule(backend, _placement.ONE_PASS_ON_HOST, devices, hosts))
             return func(*args, **kwargs)
         offload = _offload_host_call(func, args, kwargs, hosts, backend, state)
-        if func in _ops.CREATIONS and func in backend.functions and (offload or state.routes_creations):
+        made = func in _ops.CREATIONS and not hosts
+        if made and func in backend.functions and (offload or state.routes_creations):
             origin = _residency.origin(state, func, _ops.creation_request(func, args, kwargs)[0])
             if _residency.learned(state, origin):
                 _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
@@ -129,8 +130,13 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             if not offload and _residency.learned_on_device(state, origin):
                 offload, rule = True, _placement.LEARNED_ON_DEVICE
         if not offload:
-            _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
+            if made:
+                _report.record(func, "host", **_made_rule(backend, _placement.MADE_IN_NUMPY, func, args, kwargs))
+            else:
+                _report.record(func, "host", **_rule(backend, _placement.BELOW_THRESHOLD, devices, hosts))
             return func(*args, **kwargs)
+        if made and rule is None:
+            rule = _placement.MADE_ON_DEVICE
     if func in _ops.LIKE_CREATIONS and args and type(args[0]) in (DeviceArray, numpy.ndarray):
         prototype = args[0]  # (on the device, or host data large enough to have moved there)
         origin = _residency.origin(state, func, prototype.shape, prototype.dtype.str, kwargs.get("dtype"),
@@ -166,7 +172,10 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return fallback(func, func, args, kwargs, mutated, state, reason=fault.reason)
     if rule is None:
         rule = _placement.DEVICE_OPERANDS if devices else _placement.ABOVE_THRESHOLD
-    _report.record(func, "device", **_rule(backend, rule, devices, hosts))
+    if rule in _MADE_RULES:
+        _report.record(func, "device", **_made_rule(backend, rule, func, args, kwargs))
+    else:
+        _report.record(func, "device", **_rule(backend, rule, devices, hosts))
     out = kwargs.get("out")
     if isinstance(out, DeviceArray):
         return out
@@ -434,6 +443,16 @@ def _rule(backend: Any, rule: str, devices: list[DeviceArray], hosts: list[numpy
     device_bytes = sum(d.nbytes for d in devices)
     host_bytes = sum(h.nbytes for h in hosts)
     return {"rule": rule, "other_s": _placement.other_choice_s(backend, rule, device_bytes, host_bytes)}
+
+
+_MADE_RULES = frozenset({_placement.MADE_ON_DEVICE, _placement.LEARNED_ON_DEVICE})
+
+
+def _made_rule(backend: Any, rule: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The report's arguments for an array made from nothing placed by ``rule`` (its other choice
+    from the bytes the call asks for)."""
+    nbytes, _ = _ops.creation_request(func, args, kwargs)
+    return {"rule": rule, "other_s": _placement.made_other_choice_s(backend, rule, nbytes)}
 
 
 def _on_host_by_choice(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

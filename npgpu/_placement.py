@@ -19,6 +19,8 @@ from ._report import (
     FASTER_ON_HOST,
     LEARNED_ON_DEVICE,
     LEARNED_ON_HOST,
+    MADE_IN_NUMPY,
+    MADE_ON_DEVICE,
     MOVED_TO_HOST,
     ONE_PASS_ON_HOST,
     RECORDED,
@@ -27,8 +29,8 @@ from ._report import (
 from .backends.costs import USES
 
 __all__ = ["ABOVE_THRESHOLD", "BELOW_THRESHOLD", "DEVICE_OPERANDS", "FASTER_ON_HOST", "LEARNED_ON_DEVICE",
-           "LEARNED_ON_HOST", "MOVED_TO_HOST", "ONE_PASS_ON_HOST", "RECORDED", "RULES",
-           "describe", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
+           "LEARNED_ON_HOST", "MADE_IN_NUMPY", "MADE_ON_DEVICE", "MOVED_TO_HOST", "ONE_PASS_ON_HOST", "RECORDED",
+           "RULES", "describe", "made_other_choice_s", "other_choice_s", "threshold_bytes", "upload_threshold_bytes"]
 
 def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) -> float | None:
     """What the call would have cost placed the other way, in seconds, by the backend's measured
@@ -44,6 +46,18 @@ def other_choice_s(backend: Any, rule: str, device_bytes: int, host_bytes: int) 
         return moved + costs.host_op_s(nbytes)
     moved = costs.upload_time_s(host_bytes) if host_bytes else 0.0
     return moved + costs.device_op_s(nbytes)
+
+
+def made_other_choice_s(backend: Any, rule: str, nbytes: int) -> float | None:
+    """What an array made from nothing (``nbytes`` asked for) would have cost made the other way,
+    by the backend's measured costs (None where none were measured): made on the device, NumPy's
+    pass writing the bytes; made by NumPy, a launch and the bytes at the device's rate."""
+    costs = backend.costs
+    if costs is None or nbytes < 0:
+        return None
+    if rule == MADE_IN_NUMPY:
+        return costs.device_op_s(nbytes)
+    return costs.host_call_s + costs.host_op_s(nbytes)
 
 
 def threshold_bytes(state: State) -> int:

@@ -103,8 +103,11 @@ ONE_PASS_ON_HOST = ("a reduction of host data reads it once: its upload costs mo
 #: (``linspace(a, b, n)[device_index]``): made on the device, so the device array stays there
 LEARNED_ON_DEVICE = ("a device array was downloaded to combine with what was made here (this enable()): "
                      "made on the device")
+#: an array made from nothing (zeros, arange, linspace, ...), placed by the bytes it asks for
+MADE_ON_DEVICE = "an array made from nothing at least the creation threshold: made on the device"
+MADE_IN_NUMPY = "an array made from nothing below the creation threshold: made by NumPy"
 RULES = (DEVICE_OPERANDS, ABOVE_THRESHOLD, BELOW_THRESHOLD, FASTER_ON_HOST, RECORDED, MOVED_TO_HOST, LEARNED_ON_HOST,
-         ONE_PASS_ON_HOST, LEARNED_ON_DEVICE)
+         ONE_PASS_ON_HOST, LEARNED_ON_DEVICE, MADE_ON_DEVICE, MADE_IN_NUMPY)
 #: (call site, where, placement rule) -> [calls, estimated seconds of the other choice, calls estimated]
 _rules: dict[tuple[tuple[str, int], str, str], list[Any]] = {}
 

@@ -75,3 +75,32 @@ def test_report_says_per_call_site_which_rule_placed_a_call_and_the_other_choice
         assert host_choice["calls"] == 2 and host_choice["other_choice_ms"] > 0
     text = str(npgpu.report())
     assert "why (calls placed one by one" in text and _placement.DEVICE_OPERANDS in text
+
+
+def test_arrays_made_from_nothing_are_named_by_their_own_rule_and_other_choice(monkeypatch):
+    """zeros/arange of a size the wrapper can't read at once reach the dispatcher: the report names
+    the creation rule (not host data's upload threshold) and, by the measured costs, what making
+    it the other way would have cost: NumPy writing the bytes, or a launch and the device's rate."""
+    import dataclasses
+
+    from npgpu import _placement
+    from npgpu.backends import get_backend
+    from npgpu.backends.costs import Costs
+
+    costs = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
+                  upload_bytes_per_s=8e9, host_call_s=1e-6)
+    monkeypatch.setattr(get_backend("emulated"), "costs", dataclasses.replace(costs))
+    npgpu.report(reset=True)
+    with npgpu.enable("emulated", threshold=1 << 20):
+        large = npgpu.zeros(shape=(300_000,))  # (a keyword shape: the wrapper's short road can't size it)
+        small = npgpu.zeros(shape=(10,))
+    assert type(large) is npgpu.DeviceArray and type(small) is numpy.ndarray
+    numpy.testing.assert_array_equal(numpy.asarray(large), numpy.zeros(300_000))
+    rules = {rule: cell for by_rule in npgpu.report().as_dict()["placement_rules"].values()
+             for rule, cell in by_rule.items()}
+    made = rules[f"device: {_placement.MADE_ON_DEVICE}"]
+    assert made["calls"] == 1
+    assert made["other_choice_ms"] == pytest.approx((costs.host_call_s + costs.host_op_s(2_400_000)) * 1e3)
+    kept = rules[f"host: {_placement.MADE_IN_NUMPY}"]
+    assert kept["calls"] == 1 and kept["other_choice_ms"] == pytest.approx(costs.device_op_s(80) * 1e3)
+    assert not any(_placement.ABOVE_THRESHOLD in rule or _placement.BELOW_THRESHOLD in rule for rule in rules)
