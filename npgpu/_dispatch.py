@@ -359,6 +359,7 @@ def _keeps_dimensions(key: Any) -> bool:
 
 _REDUCTIONS = _ops.REDUCTIONS
 _AXES = (int, type(None))
+_REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 #: (function, backend, dtype, keywords given) -> whether the backend reduces such an array itself
 _REDUCES: dict[tuple[Any, ...], bool] = {}
 
@@ -381,11 +382,8 @@ def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     backend = array._backend
     if not state.enabled or backend.is_host or backend is not state.backend:
         return NotImplemented
-    if array._pending is not None:
-        reduced = _reduce_pending(func, args, kwargs, backend)
-        if reduced is None:
-            return NotImplemented
-    else:
+    reduced = _reduce_pending(func, args, kwargs, backend) if array._pending is not None else None
+    if reduced is None:  # (computed, or a graph the map-reduce kernel doesn't take: computed first)
         key = (func, backend, array.dtype, tuple(kwargs))
         ok = _REDUCES.get(key)
         if ok is None:
@@ -402,9 +400,6 @@ def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
         _residency.charge_moves([array], 0)
     return reduced
-
-
-_REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 
 
 def _reduce_pending(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Any) -> Any:
@@ -755,11 +750,16 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
         result = backend.call_ufunc(uf, "__call__", natives, {}, loop)
     except FALLBACK_FAULTS as fault:  # [device faults]
         return fallback(uf, uf, inputs, {}, [], _config.current(), reason=fault.reason)
+    _count_device(uf, frame)
+    return wrap(result, backend, uf)
+
+
+def _count_device(uf: numpy.ufunc, frame: Any) -> None:
+    """Count a fast call on the device at the user's ``frame`` (found by the report where unknown)."""
     if frame is None:
         _report.record(uf, "device")
     else:
         _report.count(uf, "device", frame)
-    return wrap(result, backend, uf)
 
 
 #: (gufunc, backend, operand dtypes) -> its loop where the backend runs it on device arrays, else None
@@ -791,10 +791,7 @@ def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: li
         result = backend.call_ufunc(uf, "__call__", tuple(x._native for x in inputs), {}, loop)
     except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
         return NotImplemented
-    if frame is None:
-        _report.record(uf, "device")
-    else:
-        _report.count(uf, "device", frame)
+    _count_device(uf, frame)
     return wrap(result, backend, uf)
 
 

@@ -177,9 +177,6 @@ class Grid:
             return grid
         return _dispatch.place_grid(self._name, grid, state)
 
-    def __len__(self) -> int:
-        return len(self._grid)
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._grid, name)
 
