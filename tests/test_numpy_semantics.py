@@ -401,3 +401,19 @@ def test_matmul_of_device_arrays(xp):
         a @ a
     return (a @ v, v @ a.T, a @ batch, ints @ ints.T, a @ single, single.T @ v, a @ z, xp.matmul(a[:, 1], a[1:, :]),
             (a * 2.0) @ v)
+
+
+@differential(rtol=0.0)
+def test_short_roads_with_numpy_scalars_lists_and_tuples(xp):
+    # (NumPy scalars take the write's short road; lists, tuples and NumPy arrays among the
+    # operands take the general path: every kind gives NumPy's answer)
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    rows, cols = xp.asarray(numpy.array([0, 2])), xp.asarray(numpy.array([1, 3]))
+    a[rows, cols] = numpy.float32(-1.5)
+    a[xp.asarray(numpy.array([True, False, True]))] = numpy.int64(7)
+    a[1, 1:] = numpy.float64(0.25)
+    a[[0, 1], [2, 2]] = (8.0, 9.0)
+    b = xp.asarray(numpy.ones(3))
+    b[xp.asarray(numpy.array([0, 2]))] = [4.0, 5.0]
+    return (a, b, a[xp.asarray(numpy.array([True, True, False]))], a @ [1.0, 2.0, 3.0, 4.0], [1.0, 0.0, 2.0] @ a,
+            a @ numpy.ones((4, 2)), (1.0, 2.0, 3.0) @ a, xp.sum(a, numpy.int64(0)), a.max(axis=(0, 1)))
