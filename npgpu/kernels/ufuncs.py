@@ -6,6 +6,7 @@ Shared by the OpenCL and CUDA emitters; dialect differences live in ``DIALECTS``
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -861,7 +862,25 @@ HALF_FROM_DOUBLE = """inline ushort npg_d2h(double d) {
 def error_table(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> dict[int, str]:
     """{category: condition template} for ``ufunc``'s ``loop``: where NumPy raises which flag."""
     entry = UFUNCS.get(ufunc.__name__)
-    return (_for_kind(entry.errors, loop[0].kind) if entry is not None else None) or {}
+    table = (_for_kind(entry.errors, loop[0].kind) if entry is not None else None) or {}
+    if ufunc is numpy.power and table is _POWER and not _zero_to_minus_inf_divides(loop[0].char):
+        return _FLOAT_POWER
+    return table
+
+
+@functools.cache
+def _zero_to_minus_inf_divides(char: str) -> bool:
+    """Whether NumPy's power of this float type raises divide by zero for 0 ** -inf, which C99
+    leaves to the platform ("may raise"): NumPy's AVX-512 float64 loop does, glibc's pow does not
+    (float32's powf does). Asked of NumPy here, once per type, on arrays as a program passes them."""
+    flagged = False
+    for n in (1, 17):
+        with numpy.errstate(divide="raise", invalid="ignore", over="ignore"):
+            try:
+                numpy.power(numpy.zeros(n, char), numpy.full(n, -numpy.inf, char))
+            except FloatingPointError:
+                flagged = True
+    return flagged
 
 
 def error_categories(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> int:
