@@ -397,6 +397,8 @@ def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
             return NotImplemented
         _report.count(func, "device", sys._getframe(1))
         reduced = wrap(result, backend, func)
+        if tracked:  # (the array read whole)
+            _residency.charge_kernel(backend, 1, array.nbytes)
     if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
         _residency.charge_moves([array], 0)
     return reduced
@@ -791,6 +793,8 @@ def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: li
         result = backend.call_ufunc(uf, "__call__", tuple(x._native for x in inputs), {}, loop)
     except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
         return NotImplemented
+    if tracked:  # (its operands read whole: correlation's 50 MB a product, where the device wins)
+        _residency.charge_kernel(backend, 1, sum(x.nbytes for x in inputs) + result.nbytes)
     _count_device(uf, frame)
     return wrap(result, backend, uf)
 
@@ -1003,8 +1007,9 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = backend.call_ufunc(uf, method, ninputs, options, loop or None)
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
-    if tracked and method == "__call__":
-        _residency.charge_kernel(backend, 1, _nbytes(result))
+    if tracked and method == "__call__":  # (a gufunc reads its operands whole: their bytes count too)
+        _residency.charge_kernel(backend, 1, _nbytes(result) + (0 if uf.signature is None else
+                                                                sum(_nbytes(x) for x in ninputs)))
     _report.record(uf, "device", **_rule(backend, _placement.DEVICE_OPERANDS if devices or out_devices else
                                          _placement.ABOVE_THRESHOLD, devices + out_devices, hosts))
     if out is not None:

@@ -13,7 +13,9 @@ less what NumPy would take, by the backend's costs measured at first use (backen
 - a view of ``n`` bytes, taken to feed one operation, and a write of ``n`` bytes: a launch and
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
   rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
-  index arrays, or of a host value, uploads them: the dispatcher charges that (``charge_moves``);
+  index arrays, or of a host value, uploads them: the dispatcher charges that (``charge_moves``).
+  A write of device data computed from other arrays is not charged: were the array NumPy's, it
+  would download the value (correlation's products, written into its result matrix);
 - a copy selected by a boolean device mask (``Z[I]``): as a view of its bytes and the mask's (both
   read the mask whole), and a round trip: the host reads the mask's count back before the copy
   can be allocated;
@@ -268,8 +270,16 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
     if found is None:
         return
     root, ledger = found
+    costs = ledger.costs
     if type(value) is _DEVICE_ARRAY:
         nbytes = value.nbytes
+        if _root(value) is not root and not any(_root(r) is root for r, _ in _ledgers_read_by([value])):
+            # Device data computed from other arrays (correlation's products of ``data``, written
+            # into ``corr``): were the written array NumPy's, this write would download the value
+            # and wait for the work computing it. Moving the array saves nothing: not charged
+            # (its source's charges decide whether that moves; once it has, its values are host data)
+            _charge(root, ledger, 0.0)
+            return
     elif _holds_device_arrays(key):
         return  # (the stand-in would download the index to size the write: not charged)
     else:
@@ -278,7 +288,7 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
     # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
-    _charge(root, ledger, ledger.costs.device_excess_s(nbytes))
+    _charge(root, ledger, costs.device_excess_s(nbytes))
 
 
 def _holds_device_arrays(key: Any) -> bool:
@@ -328,11 +338,14 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
 
 
 def charge_kernel(backend: Any, ops: int, nbytes: int) -> None:
-    """A device kernel of ``ops`` elementwise operations wrote ``nbytes`` while arrays are tracked:
+    """A device kernel of ``ops`` elementwise operations wrote ``nbytes`` while arrays are tracked
+    (a matrix product or a reduction: the bytes it read and wrote, since NumPy reads them too):
     what it cost beyond the ``ops`` passes NumPy would have made (a credit where the device is
     faster), added to the open window. The index work a window judges often comes with elementwise
     work on the same arrays, where the device wins (mandelbrot2's complex steps on 1M points):
-    without it, a window counted only the device's index costs. Only a window that index work
+    without it, a window counted only the device's index costs; correlation's column writes, one
+    for each 50 MB product of device data, moved its result matrix to the host, where each write
+    then downloaded the product. Only a window that index work
     opened takes it, so a program's earlier elementwise phases don't credit a later element loop."""
     costs = backend.costs
     window = _Window

@@ -141,6 +141,25 @@ def test_whole_array_work_stays_on_the_device(gpu_like):
     numpy.testing.assert_array_equal(numpy.asarray(a), expected)
 
 
+def correlate(data, m):  # (the column loop of NPBench's correlation: products of device data written into a result)
+    corr = npgpu.eye(m) if isinstance(data, _array.DeviceArray) else numpy.eye(m)
+    for i in range(m - 1):
+        corr[i + 1:m, i] = corr[i, i + 1:m] = data[:, i] @ data[:, i + 1:m]
+    return corr
+
+
+def test_an_array_written_with_products_of_device_data_stays_on_the_device(gpu_like):
+    # Moving the result matrix would make each write a download of a product that stays on the
+    # device: its writes are not charged, and the loop's small last products move nothing
+    host = numpy.random.default_rng(2).random((2000, 400))  # (6.4 MB: the device's products pay)
+    expected = correlate(host, 400)
+    for _ in range(2):  # (the second call: nothing learned from the first)
+        corr = correlate(npgpu.asarray(host), 400)
+        assert type(corr) is _array.DeviceArray
+        numpy.testing.assert_allclose(numpy.asarray(corr), expected, rtol=1e-12)
+    assert not _placed_by(_placement.MOVED_TO_HOST)
+
+
 def test_live_views_move_with_their_array(gpu_like):
     host = _matrix(60)
     A = npgpu.asarray(host.copy())
