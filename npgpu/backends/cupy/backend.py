@@ -191,6 +191,12 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
     # -- NumPy's overflow and invalid reports of sums and products (CuPy's reductions make none) --
     def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if func is numpy.mean and args and self.is_native(args[0]) and not args[0].size \
+                and len(args) <= 3 and set(kwargs) <= {"axis", "dtype", "keepdims"}:
+            # NumPy's warnings for a mean of nothing ("Mean of empty slice.", then the division's
+            # "invalid value", as its errstate says; CuPy gives the NaN silently), from NumPy's
+            # own mean of an empty stand-in: nothing to compute, its reports exactly NumPy's
+            numpy.mean(numpy.empty(args[0].shape, args[0].dtype), *args[1:], **kwargs)
         result = super().call_function(func, args, kwargs)
         if func in _CHECKED_REDUCTIONS and args and self.is_native(args[0]):
             self._reduction_errors(args[0], result)
