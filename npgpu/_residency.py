@@ -156,21 +156,86 @@ def _creates(code: Any, line: int) -> bool:
 
 
 _LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST"})
+#: how a code object reads and binds variables (``LOAD_FAST_CHECK``, 3.13's ``LOAD_FAST_LOAD_FAST``:
+#: prefixes), for the lines that feed a line's host data (``_feeding_lines``)
+_NAME_LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_CLASSDEREF")
+_NAME_STORES = ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL")
+#: how far back through assignments a line's host data is followed to the lines that made it
+_FEED_DEPTH = 4
+#: code object -> (line -> the variables it reads, variable -> the lines that bind it)
+_flows: dict[Any, tuple[dict[int, set[str]], dict[str, set[int]]]] = {}
+#: (code object, line) -> the lines of that code whose creations feed what the line reads
+_feeding: dict[tuple[Any, int], tuple[int, ...]] = {}
+
+
+def _flow(code: Any) -> tuple[dict[int, set[str]], dict[str, set[int]]]:
+    flow = _flows.get(code)
+    if flow is None:
+        reads: dict[int, set[str]] = {}
+        binds: dict[str, set[int]] = {}
+        for instruction in dis.get_instructions(code):
+            line = None if instruction.positions is None else instruction.positions.lineno
+            if line is None:
+                continue
+            value = instruction.argval
+            names = [n for n in (value if isinstance(value, tuple) else (value,)) if isinstance(n, str)]
+            if instruction.opname.startswith(_NAME_LOADS):
+                reads.setdefault(line, set()).update(names)
+            elif instruction.opname.startswith(_NAME_STORES):
+                for name in names:
+                    binds.setdefault(name, set()).add(line)
+        flow = _flows[code] = (reads, binds)
+    return flow
+
+
+def _feeding_lines(code: Any, line: int) -> tuple[int, ...]:
+    """The lines of ``code`` that make an array (call a creation) and feed what ``line`` reads:
+    the line itself, and the lines binding the variables it reads, followed back through the
+    assignments that compute them (``C = X + Y[:, None] * 1j`` back to ``X = linspace(...)``),
+    ``_FEED_DEPTH`` assignments deep. Read from the bytecode once per line."""
+    key = (code, line)
+    found = _feeding.get(key)
+    if found is None:
+        reads, binds = _flow(code)
+        lines: set[int] = set()
+        seen = {line}
+        frontier = [line]
+        for _ in range(_FEED_DEPTH + 1):
+            following = []
+            for at in frontier:
+                if _creates(code, at):
+                    lines.add(at)  # (a creation's result: not followed further back)
+                    if at != line:
+                        continue
+                for name in reads.get(at, ()):
+                    for bound in binds.get(name, ()):
+                        if bound not in seen:
+                            seen.add(bound)
+                            following.append(bound)
+            frontier = following
+        found = _feeding[key] = tuple(sorted(lines))
+    return found
 
 
 def learn_line(state: Any, frame: Any) -> None:
     """NumPy downloaded a device array at ``frame``'s line (user code) to combine it with host data
-    (``linspace(a, b, n)[Xi]``: a host array indexed by a device one). Where that line makes an
-    array (a creation it calls, below the creation threshold, so NumPy made it), its creations are
-    made on the device from now on in this ``enable()``: the next call's result, indexed on the
-    device, stays there, and nothing is downloaded (mandelbrot2's ``X``, ``Y`` and ``C`` then stay
-    on the device with the grid that indexes them)."""
+    (``linspace(a, b, n)[Xi]``: a host array indexed by a device one; mandelbrot1's ``C[I]``, of
+    ``C = X + Y[:, None] * 1j`` from two small ``linspace``). Where that line, or a line whose
+    variables it reads, makes an array (a creation it calls, below the creation threshold, so NumPy
+    made it), its creations are made on the device from now on in this ``enable()``: the next
+    call's host data is device data, combined on the device, and nothing is downloaded
+    (mandelbrot2's ``X``, ``Y`` and ``C`` then stay on the device with the grid that indexes them,
+    mandelbrot1's ``C`` with the mask that selects from it)."""
     code, line = frame.f_code, frame.f_lineno
-    if line is None or not _creates(code, line):
+    if line is None:
         return
-    key = (_ON_DEVICE, code, line)  # (the line, whoever calls it: its creation is indexed by device data)
-    if key not in state.learned:
-        state.learned[key] = True
+    learned = False
+    for feeding in _feeding_lines(code, line):
+        key = (_ON_DEVICE, code, feeding)  # (the line, whoever calls it: its creation feeds device work)
+        if key not in state.learned:
+            state.learned[key] = True
+            learned = True
+    if learned:
         _config.route_creations()
 
 

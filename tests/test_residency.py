@@ -153,6 +153,7 @@ def test_an_array_written_with_products_of_device_data_stays_on_the_device(gpu_l
     # device: its writes are not charged, and the loop's small last products move nothing
     host = numpy.random.default_rng(2).random((2000, 400))  # (6.4 MB: the device's products pay)
     expected = correlate(host, 400)
+    npgpu.report(reset=True)
     for _ in range(2):  # (the second call: nothing learned from the first)
         corr = correlate(npgpu.asarray(host), 400)
         assert type(corr) is _array.DeviceArray
@@ -486,13 +487,50 @@ def test_a_small_creation_indexed_by_a_device_array_is_made_on_the_device_next_t
         assert type(_lookup(1000, index)) is numpy.ndarray
 
 
+def _pick(table, index):
+    return table[index]  # (a host array from elsewhere: nothing on this line or before it makes one)
+
+
 def test_a_conversion_on_a_line_that_makes_nothing_learns_nothing(gpu_sized):
     index = npgpu.asarray(numpy.arange(300_000) % 1000)
     table = numpy.linspace(0.0, 1.0, 1000)
-    picked = table[index]
+    picked = _pick(table, index)
     numpy.testing.assert_array_equal(picked, table[numpy.arange(300_000) % 1000])
     assert not npgpu._config.current().routes_creations
     assert type(npgpu.linspace(0.0, 1.0, 1000)) is numpy.ndarray
+
+
+def _escape_lines(n, steps):
+    """mandelbrot1's shape, written for this test: the plane is computed from two small coordinate
+    lines, and a mask of the points not escaped selects from it at every step."""
+    X = npgpu.linspace(-2.0, 0.5, n)
+    Y = npgpu.linspace(-1.25, 1.25, n)
+    C = X + Y[:, None] * 1j
+    counts = npgpu.zeros(C.shape, dtype=numpy.int64)
+    Z = npgpu.zeros(C.shape, dtype=numpy.complex128)
+    for i in range(steps):
+        inside = npgpu.less(abs(Z), 2.0)
+        counts[inside] = i
+        Z[inside] = Z[inside] ** 2 + C[inside]
+    return C, counts, Z
+
+
+def test_small_creations_feeding_host_data_that_a_device_mask_selects_are_made_on_the_device(gpu_sized):
+    """``C[inside]`` downloads the mask: ``C`` is NumPy's, made from two small ``linspace`` lines.
+    The lines feeding it are learned, and from the next call ``C`` is computed on the device."""
+    with npgpu.disable():
+        _, expected, expected_z = _escape_lines(400, 20)
+    npgpu.report(reset=True)
+    first = _escape_lines(400, 20)
+    assert type(first[0]) is numpy.ndarray
+    for _ in range(2):
+        C, counts, Z = _escape_lines(400, 20)
+        assert type(C) is _array.DeviceArray
+        numpy.testing.assert_array_equal(numpy.asarray(counts), expected)
+        numpy.testing.assert_array_equal(numpy.asarray(Z), expected_z)
+    numpy.testing.assert_array_equal(numpy.asarray(first[1]), expected)
+    assert _placed_by(_placement.LEARNED_ON_DEVICE)
+    assert type(npgpu.linspace(-2.0, 0.5, 400)) is numpy.ndarray  # (another line's stays NumPy's)
 
 
 def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like):
