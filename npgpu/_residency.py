@@ -137,24 +137,7 @@ def learned_on_device(state: Any, key: Any) -> bool:
 _ON_DEVICE = "made on the device"
 #: the creation functions' names, as a line's code loads them (``np.linspace``, ``zeros``)
 _CREATION_NAMES = frozenset(f.__name__ for f in _ops.CREATIONS)
-#: (code object, line) -> whether that line calls a creation (read from its bytecode once)
-_creating_lines: dict[tuple[Any, int], bool] = {}
-
-
-def _creates(code: Any, line: int) -> bool:
-    key = (code, line)
-    found = _creating_lines.get(key)
-    if found is None:
-        found = False
-        for instruction in dis.get_instructions(code):
-            if (instruction.positions is not None and instruction.positions.lineno == line
-                    and instruction.opname in _LOADS and instruction.argval in _CREATION_NAMES):
-                found = True
-                break
-        _creating_lines[key] = found
-    return found
-
-
+#: the instructions through which a line's code names a creation (``np.linspace``, ``zeros``)
 _LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST"})
 #: how a code object reads and binds variables (``LOAD_FAST_CHECK``, 3.13's ``LOAD_FAST_LOAD_FAST``:
 #: prefixes), for the lines that feed a line's host data (``_feeding_lines``)
@@ -162,30 +145,42 @@ _NAME_LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_CLAS
 _NAME_STORES = ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL")
 #: how far back through assignments a line's host data is followed to the lines that made it
 _FEED_DEPTH = 4
-#: code object -> (line -> the variables it reads, variable -> the lines that bind it)
-_flows: dict[Any, tuple[dict[int, set[str]], dict[str, set[int]]]] = {}
-#: (code object, line) -> the lines of that code whose creations feed what the line reads
-_feeding: dict[tuple[Any, int], tuple[int, ...]] = {}
 
 
-def _flow(code: Any) -> tuple[dict[int, set[str]], dict[str, set[int]]]:
-    flow = _flows.get(code)
-    if flow is None:
-        reads: dict[int, set[str]] = {}
-        binds: dict[str, set[int]] = {}
+class _Flow:
+    """What a code object's bytecode says, read in one pass: the variables each line reads, the
+    lines that bind each variable, and the lines that call a creation."""
+
+    __slots__ = ("reads", "binds", "creating")
+
+    def __init__(self, code: Any) -> None:
+        self.reads: dict[int, set[str]] = {}
+        self.binds: dict[str, set[int]] = {}
+        self.creating: set[int] = set()
         for instruction in dis.get_instructions(code):
             line = None if instruction.positions is None else instruction.positions.lineno
             if line is None:
                 continue
-            value = instruction.argval
+            opname, value = instruction.opname, instruction.argval
+            if opname in _LOADS and value in _CREATION_NAMES:
+                self.creating.add(line)
             names = [n for n in (value if isinstance(value, tuple) else (value,)) if isinstance(n, str)]
-            if instruction.opname.startswith(_NAME_LOADS):
-                reads.setdefault(line, set()).update(names)
-            elif instruction.opname.startswith(_NAME_STORES):
+            if opname.startswith(_NAME_LOADS):
+                self.reads.setdefault(line, set()).update(names)
+            elif opname.startswith(_NAME_STORES):
                 for name in names:
-                    binds.setdefault(name, set()).add(line)
-        flow = _flows[code] = (reads, binds)
-    return flow
+                    self.binds.setdefault(name, set()).add(line)
+
+
+#: code object -> its _Flow (dict reads and setdefault are atomic: threads share it)
+_flows: dict[Any, _Flow] = {}
+#: (code object, line) -> the lines of that code whose creations feed what the line reads
+_feeding: dict[tuple[Any, int], tuple[int, ...]] = {}
+
+
+def _flow(code: Any) -> _Flow:
+    flow = _flows.get(code)
+    return flow if flow is not None else _flows.setdefault(code, _Flow(code))
 
 
 def _feeding_lines(code: Any, line: int) -> tuple[int, ...]:
@@ -196,14 +191,15 @@ def _feeding_lines(code: Any, line: int) -> tuple[int, ...]:
     key = (code, line)
     found = _feeding.get(key)
     if found is None:
-        reads, binds = _flow(code)
+        flow = _flow(code)
+        reads, binds = flow.reads, flow.binds
         lines: set[int] = set()
         seen = {line}
         frontier = [line]
         for _ in range(_FEED_DEPTH + 1):
             following = []
             for at in frontier:
-                if _creates(code, at):
+                if at in flow.creating:
                     lines.add(at)  # (a creation's result: not followed further back)
                     if at != line:
                         continue
