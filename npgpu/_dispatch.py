@@ -17,6 +17,8 @@ from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
 from ._report import notify
 from ._transfer import holds_device_array, scan, to_native_tree, upload, upload_bytes, upload_operand, wrap
+from .kernels import ir as _ir
+from .kernels.ufuncs import is_supported_dtype as _kernel_dtype
 from .lazy import materialize as _lazy
 from .lazy import recorder as _recorder
 
@@ -287,6 +289,9 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
         return NotImplemented
     if value._pending is None:
         if not backend.same_view(view, value._device_data):
+            if value.dtype == view.dtype and backend.supports_fusion and _kernel_dtype(view.dtype):
+                return _copy_basic(view, value, backend, frame)
+            _check_broadcast(value.shape, view.shape)
             return _indexed_setitem(array, key, value, backend, frame)  # (a copy into the view)
     elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion):
         return _indexed_setitem(array, key, value, backend, frame)
@@ -301,6 +306,49 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
 
 
 _SETITEM = numpy.ndarray.__setitem__
+#: dtype -> the one-node copy graph ``_copy_basic`` runs (a few entries: one per dtype written)
+_COPIES: dict[numpy.dtype, Any] = {}
+
+
+def _check_broadcast(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """NumPy's error where a value of ``value_shape`` does not broadcast into a view of ``shape``
+    (leading unit dimensions of the value are dropped, as NumPy's assignment drops them)."""
+    extra = len(value_shape) - len(shape)
+    if any(n != 1 for n in value_shape[:extra]) or any(
+            s != d and s != 1 for s, d in zip(reversed(value_shape), reversed(shape))):
+        _raise_broadcast_error(value_shape, shape)
+
+
+def _raise_broadcast_error(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """NumPy's own error for a write of a value of ``value_shape`` into a view of ``shape`` that it
+    does not broadcast into (its assignment of zero-strided stand-ins: nothing allocated)."""
+    stand_in = numpy.zeros(1, dtype=bool)
+    target = numpy.lib.stride_tricks.as_strided(stand_in, shape, (0,) * len(shape), writeable=True)
+    target[...] = numpy.lib.stride_tricks.as_strided(stand_in, value_shape, (0,) * len(value_shape))
+    raise AssertionError(f"NumPy wrote shape {value_shape} into {shape}")  # (the caller checked it can't)
+
+
+def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
+    """``array[basic key] = value`` for a computed device value of the view's dtype (correlation's
+    ``corr[i, i + 1:M] = row``): one copy kernel of the code generator into the view, without the
+    general write's checks of index arrays and bounds (a basic key has none). A value whose shape
+    NumPy would not broadcast into the view raises NumPy's error. A value sharing memory with the
+    view is copied first, as NumPy reads all of it before it writes (``a[1:] = a[:-1]``)."""
+    source = value._device_data
+    _check_broadcast(source.shape, view.shape)
+    extra = source.ndim - view.ndim
+    if extra > 0:  # (NumPy drops leading unit dimensions of the value)
+        source = backend.basic_view(source, (0,) * extra)
+    graph = _COPIES.get(view.dtype)
+    if graph is None:
+        graph = _COPIES.setdefault(view.dtype, _ir.cast_graph(view.dtype, view.dtype))
+    if _lazy.pending_count():
+        _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
+    if backend.shares_memory(view, source):
+        source = backend.run_fused(graph, [source], [], source.shape)
+    backend.run_fused(graph, [source], [], view.shape, out=view)
+    _report.count(_SETITEM, "device", frame)
+    return None
 
 
 def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:

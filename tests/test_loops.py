@@ -127,6 +127,47 @@ def test_a_different_dtype_or_shape_is_cast_and_broadcast_as_numpy_does(device_b
         assert a.dtype == numpy.int32
 
 
+_COPIES = ["a[1:] = a[:-1]", "a[:-1] = a[1:]", "a[::-1] = a", "a[:, 0] = a[0, :4]", "a[0] = a[1]",
+           "a[1:3] = a[0:1]", "a[1:3] = a[None, 0:2]", "a[1:3] = a[None, None, 0:2]", "a[..., 1] = a[:, 2]",
+           "a[2:2] = a[0:0]", "a.T[1:3] = a.T[0:2]", "a[1:, 1:] = a[:-1, :-1]", "a[0, 0] = a[1, 1]",
+           "a[1:3] = a[0:3]", "a[1:3] = a[None, None, 0:1, 0:2]"]
+
+
+@pytest.mark.parametrize("dtype", [numpy.float64, numpy.int8, numpy.bool_, numpy.complex128])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_computed_value_copied_into_a_view_is_numpys(device_backend, dtype, order):
+    # (correlation's corr[i + 1:M, i] = corr[i, i + 1:M]: a device value of the view's dtype is
+    # one copy kernel into the view; one sharing its memory is read whole before the write)
+    host = numpy.asarray(numpy.arange(1, 25).reshape(4, 6) % 7, dtype=dtype, order=order)
+    with npgpu.enable(device_backend, threshold=0):
+        for statement in _COPIES:
+            want, got = host.copy(order="K"), npgpu.asarray(host.copy(order="K"))
+            want_error = got_error = None
+            try:
+                exec(statement, {"a": want})
+            except ValueError as exc:
+                want_error = str(exc)
+            try:
+                exec(statement, {"a": got})
+            except ValueError as exc:
+                got_error = str(exc)
+            assert got_error == want_error, statement
+            assert type(got) is npgpu.DeviceArray and got.dtype == dtype
+            numpy.testing.assert_array_equal(numpy.asarray(got), want, err_msg=statement)
+
+
+def test_a_copy_into_a_view_runs_recorded_work_that_reads_the_old_values(device_backend):
+    host = numpy.arange(10.0)
+    with npgpu.enable(device_backend, threshold=0):
+        a, b = npgpu.asarray(host), npgpu.asarray(host * 2.0)
+        before = a * 3.0  # (recorded, pending: it reads a[2:5] as it was)
+        a[2:5] = b[5:8]
+        want = host.copy()
+        want[2:5] = host[5:8] * 2.0
+        numpy.testing.assert_array_equal(numpy.asarray(a), want)
+        numpy.testing.assert_array_equal(numpy.asarray(before), host * 3.0)
+
+
 @pytest.mark.parametrize("key", [(1, 2), (slice(1, None), 0), (Ellipsis, 1), (None, slice(None, None, -2)), 3, ()])
 def test_basic_views_are_numpys(device_backend, key):
     host = numpy.arange(24.0).reshape(4, 6)
