@@ -271,8 +271,8 @@ class ArrayModuleBackend(Compositions, Backend):
 
         CuPy's own ufuncs differ from NumPy's at special values (floor_divide(inf, 1.0) is inf
         there, NumPy's nan; remainder(0.0, inf) nan, NumPy's 0.0) and flush float32 subnormals."""
-        if ufunc.nout != 1 or not set(kwargs) <= {"out"}:
-            return None
+        if ufunc.nout != 1 or ufunc.signature is not None or not set(kwargs) <= {"out"}:
+            return None  # (a gufunc, matmul's: the code generator has none)
         kinds: list[str] = []
         types: list[Any] = []
         for x in inputs:
