@@ -456,12 +456,16 @@ def _charge(root: Any, ledger: Ledger, excess: float) -> None:
         if window.events < WINDOW_EVENTS:  # (another thread judged it meanwhile)
             return
         moving = []
+        # (a copy, one C call under the GIL: other threads open ledgers without this lock, and an
+        # array's death removes its own from any thread; iterating the dict itself raised
+        # "dictionary changed size during iteration" in one of eight threads doing fused work)
+        ledgers = tracked.copy().values()
         if window.excess >= SHARE * took:
             # (and arrays that had their turn earlier: adi's phases work on two arrays, then on two others)
-            moving = [ledger for ledger in tracked.values()
+            moving = [ledger for ledger in ledgers
                       if (ledger.excess >= MOVER * took or ledger.total >= SHARE * took)
                       and ledger.total >= AMORTIZED * ledger.move_s]
-        for each in tracked.values():
+        for each in ledgers:
             each.excess = 0.0
         history.append((took, window.excess, window.events, len(moving)))
         window.excess, window.events = 0.0, 0  # (the next charge opens the next window)
