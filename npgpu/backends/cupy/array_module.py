@@ -145,6 +145,9 @@ class ArrayModuleBackend(Compositions, Backend):
         self._keywords = keywords
         self.creation = frozenset(getattr(numpy, n) for n in CREATION_FUNCTIONS if getattr(numpy, n) in functions)
         self._eager_graphs: dict[Any, Any] = {}  # (_own_ufunc's one-node graphs)
+        #: (ufunc, loop, operand kinds, their dtypes or weak scalar types) -> (operand dtypes, error categories) of
+        #: an eager call the one-node kernel runs, or False (dict reads and setdefault are atomic)
+        self._eager_plans: dict[tuple[Any, ...], Any] = {}
 
     # -- memory -------------------------------------------------------------
     def is_native(self, obj: Any) -> bool:
@@ -289,9 +292,16 @@ class ArrayModuleBackend(Compositions, Backend):
                 loop = tuple(ufunc.resolve_dtypes((*types, None)))
             except (TypeError, ValueError):
                 return None
-        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in loop) or \
-                not _table.supports_loop(ufunc, loop):
+        # (what depends only on dtypes, kept per signature: whether the kernel runs these, and the
+        # error categories its loop can raise)
+        operand_kinds = tuple(kinds)
+        signature = (ufunc, loop, operand_kinds, *types)
+        plan = self._eager_plans.get(signature)
+        if plan is None:
+            plan = self._eager_plans.setdefault(signature, _eager_plan(ufunc, loop, kinds, types))
+        if plan is False:
             return None
+        operand_dtypes, categories = plan
         shape = numpy.broadcast_shapes(*(x.shape for x, k in zip(inputs, kinds) if k == "array"))
         out = kwargs.get("out")
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -306,13 +316,9 @@ class ArrayModuleBackend(Compositions, Backend):
         if ufunc is numpy.power and loop[0].kind in "iu":
             self._check_int_power(*inputs)
         state = _fperr.current()
-        check = state.check & _table.error_categories(ufunc, loop) if report else 0
-        # (an array operand enters as its own dtype and is cast in the kernel, as NumPy's loop casts it)
-        operand_dtypes = tuple(x.dtype if kind == "array" else dt for x, kind, dt in zip(inputs, kinds, loop))
-        if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
-            return None
-        key = (ufunc, loop, tuple(kinds), operand_dtypes, check)
-        graph = self._eager_graph(key, lambda: ir.ufunc_graph(ufunc, loop, tuple(kinds), operand_dtypes, (loop[-1],),
+        check = state.check & categories if report else 0
+        key = (ufunc, loop, operand_kinds, operand_dtypes, check)
+        graph = self._eager_graph(key, lambda: ir.ufunc_graph(ufunc, loop, operand_kinds, operand_dtypes, (loop[-1],),
                                                               check))
         arrays = [x for x, kind in zip(inputs, kinds) if kind == "array"]
         launch = _fperr.call_launch(graph, state) if graph.error_nodes else None
@@ -532,6 +538,19 @@ def _views_as_class(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     candidates = [*args[1:], kwargs.get("type"), kwargs.get("dtype")]
     return any(isinstance(c, type) and issubclass(c, numpy.ndarray) for c in candidates)
 
+
+
+def _eager_plan(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], kinds: list[str], types: list[Any]) -> Any:
+    """What ``_own_ufunc`` checks of a signature once: (the operands' dtypes as the kernel reads
+    them, the error categories of the loop), or False where the one-node kernel does not run it."""
+    if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in loop) or \
+            not _table.supports_loop(ufunc, loop):
+        return False
+    # (an array operand enters as its own dtype and is cast in the kernel, as NumPy's loop casts it)
+    operand_dtypes = tuple(t if kind == "array" else dt for t, kind, dt in zip(types, kinds, loop))
+    if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
+        return False
+    return operand_dtypes, _table.error_categories(ufunc, loop)
 
 
 def _weak(x: Any) -> Any:
