@@ -17,6 +17,7 @@ import threading
 import numpy
 import pytest
 from conftest import BACKEND_PARAMS
+from threads_workload import run_in_threads
 
 import npgpu
 from npgpu import _array, _placement, _residency
@@ -601,3 +602,33 @@ def test_an_eager_call_with_an_output_given_as_none_is_counted_while_arrays_are_
     assert remainder is r
     numpy.testing.assert_array_equal(numpy.asarray(quotient), expected[0])
     numpy.testing.assert_array_equal(numpy.asarray(r), expected[1])
+
+
+def test_threads_opening_and_dropping_ledgers_while_windows_are_judged(monkeypatch):
+    """Threads make and drop tracked arrays while each read judges a window (one event a window):
+    the judgement reads the ledger table that the others change, and each read is NumPy's."""
+    monkeypatch.setattr(get_backend("emulated"), "costs", GPU)
+    monkeypatch.setattr(_residency, "WINDOW_EVENTS", 1)
+    monkeypatch.setattr(_residency, "MIN_WINDOW_S", 0.0)
+    problems: list[str] = []
+    start = threading.Barrier(4)
+
+    def work(k: int) -> None:
+        try:
+            with npgpu.enable("emulated", threshold=0):
+                kept = [npgpu.full(8, float(j)) for j in range(500)]  # (a long table to judge)
+                start.wait()
+                for i in range(300):
+                    made = [npgpu.full(8, float(k)) for _ in range(5)]
+                    read = (float(made[0][1]), float(kept[i][2]))
+                    if read != (float(k), float(i)):
+                        problems.append(f"thread {k}, step {i}: read {read}")
+                    del made
+        except Exception as exc:  # (reported below, with the thread)
+            problems.append(f"thread {k}: {type(exc).__name__}: {exc}")
+
+    try:
+        run_in_threads(work, range(4), switch_interval=1e-6)  # (switches inside the judgement's walk)
+    finally:
+        _residency._Window.excess, _residency._Window.events = 0.0, 0
+    assert problems == []
