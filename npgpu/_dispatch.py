@@ -306,8 +306,6 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
 
 
 _SETITEM = numpy.ndarray.__setitem__
-#: dtype -> the one-node copy graph ``_copy_basic`` runs (a few entries: one per dtype written)
-_COPIES: dict[numpy.dtype, Any] = {}
 
 
 def _check_broadcast(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
@@ -339,9 +337,7 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     extra = source.ndim - view.ndim
     if extra > 0:  # (NumPy drops leading unit dimensions of the value)
         source = backend.basic_view(source, (0,) * extra)
-    graph = _COPIES.get(view.dtype)
-    if graph is None:
-        graph = _COPIES.setdefault(view.dtype, _ir.cast_graph(view.dtype, view.dtype))
+    graph = _ir.cast_graph(view.dtype, view.dtype)
     if _lazy.pending_count():
         _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     if backend.shares_memory(view, source):

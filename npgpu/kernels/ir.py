@@ -5,6 +5,7 @@ One eager ufunc call is a graph of one node; fusion records longer graphs into t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -267,8 +268,9 @@ def ufunc_graph(
     return b.build(list(outs), list(out_dtypes), store_check=check)
 
 
+@functools.cache
 def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
-    """Copy-with-conversion: one input, one output."""
+    """Copy-with-conversion: one input, one output (one graph per pair of dtypes: graphs are frozen)."""
     b = GraphBuilder()
     return b.build([b.input(src)], [dst])
 
