@@ -179,6 +179,7 @@ MUTATES_FIRST: dict[Any, str] = {
     numpy.copyto: "assignment destination is read-only", numpy.put: "put: output array is read-only",
     numpy.place: "assignment destination is read-only", numpy.putmask: "assignment destination is read-only",
     numpy.fill_diagonal: "assignment destination is read-only",
+    numpy.put_along_axis: "assignment destination is read-only",
     numpy.ndarray.__setitem__: "assignment destination is read-only",
     numpy.ndarray.fill: "assignment destination is read-only", numpy.ndarray.sort: "sort array is read-only",
     numpy.ndarray.setfield: "assignment destination is read-only",

@@ -226,6 +226,21 @@ def test_out_given_positionally(xp):
     return returned is host_out, host_out.tolist()
 
 
+@differential()
+def test_put_along_axis_writes_into_a_device_array(xp):
+    # silent lost write on every device backend: NumPy wrote into a host copy it then dropped
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    xp.put_along_axis(a, xp.asarray(numpy.array([[2, 0, 1, 2]])), 99.0, axis=0)
+    b = xp.asarray(numpy.arange(6))
+    before = b + 1  # (recorded work reading b runs on the old values)
+    xp.put_along_axis(b, numpy.array([5, 0]), numpy.array([-1, -2]), axis=None)
+    read_only = xp.asarray(numpy.zeros(3))
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        xp.put_along_axis(read_only, numpy.array([0]), 1.0, axis=0)
+    return a, b, before
+
+
 # -- found by NumPy's own tests on the CuPy backend (GPU machine, 2026-12-01) ------------------
 
 @differential()
