@@ -294,6 +294,7 @@ STATEMENTS = {
     "column_write": "x[1:, 0] = y[0, 1:]",
     "matvec": "y[:, 3] @ y[:, 4:]",
     "mask_select": "y[y > 0.5]",
+    "mask_reused": "x[m], y[m]",
 }
 
 
@@ -301,7 +302,8 @@ class TimeStatementCost(BackendBenchmark):
     """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): an
     in-place update, an in-place stencil of views (one fused kernel), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a matrix-vector product
-    of column views (correlation's) and a mask's selection (mandelbrot2's). What a loop of such
+    of column views (correlation's), a mask's selection (mandelbrot2's) and two arrays selected by
+    one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``). What a loop of such
     statements pays beyond its kernels (fdtd_2d's are the stencil kind).
     On a CPU OpenCL device (PoCL) the kernels run on this process's threads: their work is CPU
     time here too, so only a GPU's figures are the statements' overhead alone."""
@@ -315,6 +317,7 @@ class TimeStatementCost(BackendBenchmark):
         self.setup_backend(backend, threshold=0)
         self.scope = {"x": self.xp.asarray(random_array(40_000, seed=9).reshape(200, 200)),
                       "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
+        self.scope["m"] = self.scope["y"] > 0.5
         self.code = compile(f"for _ in range({self.repeats}):\n    {STATEMENTS[statement]}\n", "statement", "exec")
         self.track_cpu_per_statement(backend, statement)  # compiles the kernels outside the measurement
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _operands, _ops, _placement, _report, _residency, _transfer
+from . import _callsite, _config, _masks, _operands, _ops, _placement, _report, _residency, _transfer
 from ._array import MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
@@ -148,14 +148,13 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             if type(prototype) is DeviceArray:  # (NumPy's result for a C-ordered prototype of that shape)
                 args = (numpy.empty(prototype.shape, prototype.dtype), *args[1:])
             return func(*args, **kwargs)
-    if devices and _lazy.pending_count():
-        if func in _ops.REDUCTIONS:
-            reduced = _reduce_pending(func, args, kwargs, backend)
-            if reduced is not None:
-                if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
-                    _residency.charge_moves(devices, 0)
-                return reduced
-        _before_writes(mutated)
+    if devices and _lazy.pending_count() and func in _ops.REDUCTIONS:
+        reduced = _reduce_pending(func, args, kwargs, backend)
+        if reduced is not None:
+            if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
+                _residency.charge_moves(devices, 0)
+            return reduced
+    _before_writes(mutated)
     dtypes = _dtypes(devices, hosts)
     if not backend.supports_function(func, dtypes, args, kwargs):
         if not devices:  # nothing forced the device: plain host work, not a fallback
@@ -243,7 +242,11 @@ def _mask_getitem(array: DeviceArray, mask: DeviceArray, backend: Any, frame: An
     if not ok:
         return NotImplemented
     try:
-        result = backend.call_function(_GETITEM, (native, mask._native), {})
+        if mask._pending is not None:
+            mask._native  # noqa: B018  (computed: its positions are of its values)
+        result = _masks.select(array, mask, backend)
+        if result is None:
+            result = backend.call_function(_GETITEM, (native, mask._native), {})
     except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
         return NotImplemented
     _report.count(_GETITEM, "device", frame)
@@ -338,8 +341,7 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     if extra > 0:  # (NumPy drops leading unit dimensions of the value)
         source = backend.basic_view(source, (0,) * extra)
     graph = _ir.cast_graph(view.dtype, view.dtype)
-    if _lazy.pending_count():
-        _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
+    _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     if backend.shares_memory(view, source):
         source = backend.run_fused(graph, [source], [], source.shape)
     backend.run_fused(graph, [source], [], view.shape, out=view)
@@ -370,8 +372,7 @@ def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, fra
     else:
         nkey = key
     nvalue = value._native if type(value) is DeviceArray else value
-    if _lazy.pending_count():
-        _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
+    _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
     backend.call_function(_SETITEM, (native, nkey, nvalue), {})
     _report.count(_SETITEM, "device", frame)
     return None
@@ -386,8 +387,7 @@ def _fill_basic(array: DeviceArray, key: Any, value: Any, backend: Any, frame: A
         return NotImplemented
     cell = numpy.empty((), view.dtype)
     cell[()] = value
-    if _lazy.pending_count():
-        _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
+    _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     backend.fill_view(view, cell[()])
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
@@ -1102,9 +1102,8 @@ def _zero_d_arrays(result: Any) -> Any:
 
 def _before_writes(mutated: list[DeviceArray]) -> None:
     """Pending graphs that read memory about to be written run first (they must see old values)."""
-    if mutated and _lazy.pending_count():
-        for array in mutated:
-            _lazy.before_write(array._backend, array._native)
+    for array in mutated:
+        _lazy.before_write(array._backend, array._native)
 
 
 def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], options: dict[str, Any],

@@ -48,9 +48,8 @@ def run_on_host(key: Any, call: Callable[..., Any], args: tuple[Any, ...], kwarg
     result = call(*host_args, **host_kwargs)
     if read_only:  # a result that is (a view of) device memory becomes a host array of its own
         result = _unaliased(result, [h for d, h in copies.values() if id(d) in read_only])
-    if mutated and _lazy.pending_count():
-        for device in mutated:
-            _lazy.before_write(device._backend, device._native)
+    for device in mutated:
+        _lazy.before_write(device._backend, device._native)
     for device in mutated:
         for dev, host in copies.values():
             if dev is device:

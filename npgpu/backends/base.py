@@ -141,6 +141,19 @@ class Backend:
         all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""
         return self.call_function(numpy.ndarray.__getitem__, (native, key), {})
 
+    #: whether selections by one boolean mask may gather its true positions, found once
+    #: (``mask_positions`` and ``take_positions``: npgpu/_masks.py)
+    keeps_mask_positions: bool = False
+
+    def mask_positions(self, mask: Any) -> Any:
+        """The flat (C-order) positions of ``mask``'s true elements, a native integer array."""
+        raise NotImplementedError
+
+    def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
+        """``native[mask]`` for a mask over ``native``'s first ``ndim`` dimensions whose true
+        positions are ``positions`` (``mask_positions``'): a new C-ordered array."""
+        raise NotImplementedError
+
     # -- NumPy's compositions of ufuncs, run through this backend's own ufuncs (its kernels give
     # NumPy's rounding steps and floating-point reports) ------------------------------------------
     def numpy_diff(self, a: Any, n: int = 1, axis: int = -1) -> Any:

@@ -126,6 +126,12 @@ class EmulatedBackend(ArrayModuleBackend):
                 return own
         return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))
 
+    def mask_positions(self, mask: Any) -> Any:
+        return self._held(super().mask_positions(mask))
+
+    def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
+        return self._held(super().take_positions(native, positions, ndim))
+
     def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
         self._room(array.nbytes)
         return numpy.array(array, copy=True, order="K")  # (the host array's memory order, as cupy.asarray)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _fperr, _hooks, _ops, _report
+from .. import _config, _fperr, _hooks, _masks, _ops, _report
 from .._array import DeviceArray, tracked
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
@@ -332,7 +332,11 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, dict[int, b
 def before_write(backend: Any, native: Any, skip: Any = None, known: dict[int, bool] | None = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it.
     ``known``: answers already found for some arrays, by id (``write_plan``'s: arrays alive
-    through the call)."""
+    through the call). Every road that writes device memory calls this first, with or without
+    recorded work: the kept positions of masks in that memory are dropped too (npgpu/_masks.py)."""
+    _masks.written(backend, native)
+    if not _pending:
+        return
     if known is None:
         known = {}
 

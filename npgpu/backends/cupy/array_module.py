@@ -425,6 +425,15 @@ class ArrayModuleBackend(Compositions, Backend):
             view = native[(*(key if type(key) is tuple else (key,)), Ellipsis)]
         return view
 
+    keeps_mask_positions = True
+
+    def mask_positions(self, mask: Any) -> Any:
+        return self.xp.flatnonzero(mask)
+
+    def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
+        rows = math.prod(native.shape[:ndim])  # (not -1: a zero-size trailing shape leaves it unknown)
+        return native.reshape((rows, *native.shape[ndim:]))[positions]
+
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
         return a[key]

@@ -1,0 +1,103 @@
+"""Selections by a boolean device mask used more than once: its true positions are found once.
+
+``a[mask]`` has as many elements as the mask has true ones, so a device must count them before it
+can make the result: CuPy scans the mask and reads the count back, waiting for the device, at every
+selection. Programs select several arrays by one mask (mandelbrot2: ``Xi[I]``, ``Yi[I]``, ``Z[I]``
+and ``C[I]``, nine selections a step by two masks). From a mask's second selection its flat true
+positions are kept (one scan and one read back), and every later selection by it gathers them: the
+result's size is known, so nothing waits.
+
+Kept positions stay right while the mask's memory keeps its values:
+
+- every write through npgpu into device memory calls ``written`` first (from
+  ``lazy.materialize.before_write``, the one call each write road makes so that recorded work reads
+  old values), and positions of a mask whose memory the write may touch are dropped;
+- a mask's memory handed out (DLPack, CUDA's array interface: a library may write it) drops them all;
+- a mask is known by its identity and its native array: a new buffer (``shape`` set, ``resize``,
+  residency's move) is a new mask;
+- positions are kept and used by one thread, the first that selects by a mask twice; a write from
+  any other thread drops them all and ends the keeping for the process. (Another thread's write
+  could otherwise fall between its ``written`` and the scan of a selection here, and leave stale
+  positions kept; the lock orders the two: either the positions are stored first and the write
+  drops them, or the write is seen first and they are never stored.)
+
+At most ``_MAX`` masks are remembered; a mask that dies is forgotten (its weak reference's callback
+is the table's own C ``pop``: no Python code runs in it).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from typing import Any
+
+#: id of a mask -> [weak reference to it, its native array, its backend, its flat true positions
+#: (None until its second selection)]
+_SEEN: dict[int, list[Any]] = {}
+_MAX = 8
+_lock = threading.Lock()
+#: [the thread that keeps positions (None until one does), whether another thread has written]
+_owner: list[Any] = [None, False]
+
+
+def select(array: Any, mask: Any, backend: Any) -> Any:
+    """``array[mask]``'s native result from kept positions, or None where the caller selects as
+    usual (the mask's first selection, a backend that keeps none, another thread than the one
+    keeping positions, or keeping ended by another thread's write)."""
+    if not backend.keeps_mask_positions or _owner[1]:
+        return None
+    me = threading.get_ident()
+    if _owner[0] != me:
+        with _lock:
+            if _owner[0] is None and not _owner[1]:
+                _owner[0] = me
+        if _owner[0] != me:
+            return None
+    key = id(mask)
+    native = mask._device_data
+    entry = _SEEN.get(key)
+    if entry is None or entry[0]() is not mask or entry[1] is not native or entry[2] is not backend:
+        if len(_SEEN) >= _MAX:
+            _SEEN.pop(next(iter(_SEEN)), None)
+        _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
+        return None
+    positions = entry[3]
+    if positions is None:
+        positions = backend.mask_positions(native)
+        with _lock:
+            if _owner[1] or _SEEN.get(key) is not entry:  # (another thread's write came meanwhile)
+                return None
+            entry[3] = positions
+    return backend.take_positions(array._device_data, positions, mask.ndim)
+
+
+def written(backend: Any, native: Any) -> None:
+    """Memory of ``native`` on ``backend`` is about to be written: forget masks it may overlap."""
+    if not _SEEN:
+        return
+    if _owner[0] != threading.get_ident():
+        with _lock:
+            _owner[1] = True
+            _SEEN.clear()
+        return
+    for key, entry in list(_SEEN.items()):
+        if entry[2] is backend and backend.shares_memory(entry[1], native):
+            _SEEN.pop(key, None)
+
+
+def handed_out() -> None:
+    """A device array's memory was handed to other code, which may write it: forget every mask."""
+    _SEEN.clear()
+
+
+def reset() -> None:
+    """Forget every mask and which thread keeps positions (for tests)."""
+    with _lock:
+        _SEEN.clear()
+        _owner[:] = [None, False]
+
+
+def kept() -> int:
+    """How many masks have positions kept (for tests)."""
+    return sum(1 for entry in list(_SEEN.values()) if entry[3] is not None)
