@@ -21,7 +21,9 @@ Kept positions stay right while the mask's memory keeps its values:
   positions kept; the lock orders the two: either the positions are stored first and the write
   drops them, or the write is seen first and they are never stored.)
 
-At most ``_MAX`` masks are remembered; a mask that dies is forgotten (its weak reference's callback
+At most ``_MAX`` masks are remembered, and only masks of at most ``_MAX_ELEMENTS`` elements (their
+positions, 8 bytes a true element, stay on the device as long as the mask: at most 256 MiB in all);
+a mask that dies is forgotten (its weak reference's callback
 is the table's own C ``pop``: no Python code runs in it).
 """
 
@@ -36,6 +38,7 @@ from typing import Any
 #: (None until its second selection)]
 _SEEN: dict[int, list[Any]] = {}
 _MAX = 8
+_MAX_ELEMENTS = 1 << 22
 _lock = threading.Lock()
 #: [the thread that keeps positions (None until one does), whether another thread has written]
 _owner: list[Any] = [None, False]
@@ -45,7 +48,7 @@ def select(array: Any, mask: Any, backend: Any) -> Any:
     """``array[mask]``'s native result from kept positions, or None where the caller selects as
     usual (the mask's first selection, a backend that keeps none, another thread than the one
     keeping positions, or keeping ended by another thread's write)."""
-    if not backend.keeps_mask_positions or _owner[1]:
+    if not backend.keeps_mask_positions or _owner[1] or mask.size > _MAX_ELEMENTS:
         return None
     me = threading.get_ident()
     if _owner[0] != me:

@@ -8,6 +8,7 @@ the backend keeps them, two after) as NumPy and as npgpu on every backend.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy
 import pytest
@@ -90,9 +91,11 @@ def _place(xp, m, other):  # (a host function on every device: NumPy runs it, th
     xp.place(m, other, [True, False])
 
 
-def _reshaped(xp, m, other):
-    m.shape = (N // 8, 8)
-    m.shape = (N,)
+def _reshaped(xp, m, other):  # (not a write: a new native for the same mask)
+    with warnings.catch_warnings():  # (NumPy 2.5 deprecates setting shape; 2.4 does not)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        m.shape = (N // 8, 8)
+        m.shape = (N,)
 
 
 WRITES = [_fill, _logical_not_positional, _logical_not_out, _in_place_operator, _index_array_write, _mask_write,
@@ -180,6 +183,19 @@ def test_another_threads_write_drops_every_kept_mask_and_ends_the_keeping():
         mask2 = values > 7
         values[mask2], values[mask2]  # noqa: B018
         assert _masks.kept() == 0
+
+
+def test_large_masks_keep_no_positions(monkeypatch):
+    monkeypatch.setattr(_masks, "_MAX_ELEMENTS", 8)
+    with npgpu.enable("emulated", threshold=0):
+        values = npgpu.asarray(numpy.arange(10.0))
+        mask = values > 4
+        for _ in range(3):
+            numpy.testing.assert_array_equal(npgpu.asnumpy(values[mask]), numpy.arange(5.0, 10.0))
+        assert _masks.kept() == 0
+        small = values[:8] > 4
+        values[:8][small], values[:8][small]  # noqa: B018
+        assert _masks.kept() == 1
 
 
 def test_handing_memory_out_drops_every_kept_mask():
