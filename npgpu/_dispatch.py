@@ -12,7 +12,7 @@ from typing import Any
 import numpy
 
 from . import _callsite, _config, _masks, _operands, _ops, _placement, _report, _residency, _transfer
-from ._array import MOVED, DeviceArray, ResidentArray, _host_of, tracked
+from ._array import _SCALAR_VALUES, MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
 from ._report import notify
@@ -367,6 +367,9 @@ def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, fra
     if backend.prefers_host(_SETITEM) or not backend.supports_function(_SETITEM, dtypes, (array, key, value), {}):
         return NotImplemented
     native = array._device_data
+    if type(key) is DeviceArray and _assign_by_positions(array, native, key, value, backend):
+        _report.count(_SETITEM, "device", frame)
+        return None
     if arrays:
         nkey = tuple(k._native for k in keys) if type(key) is tuple else key._native
     else:
@@ -376,6 +379,41 @@ def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, fra
     backend.call_function(_SETITEM, (native, nkey, nvalue), {})
     _report.count(_SETITEM, "device", frame)
     return None
+
+
+def _assign_by_positions(array: DeviceArray, native: Any, mask: DeviceArray, value: Any, backend: Any) -> bool:
+    """``array[mask] = value`` as a scatter into the mask's kept true positions (npgpu/_masks.py):
+    for a boolean mask over the array's leading dimensions and a scalar (NumPy's conversion to
+    the array's dtype, and its errors) or a device array of the array's dtype that broadcasts to
+    the selection and shares no memory with the array. False where the usual write decides (and
+    gives NumPy's errors)."""
+    if mask.dtype.kind != "b" or not mask.ndim or mask.shape != array.shape[:mask.ndim]:
+        return False
+    if type(value) is DeviceArray:
+        if value.dtype != array.dtype:
+            return False
+    elif type(value) not in _SCALAR_VALUES and not isinstance(value, numpy.generic):
+        return False
+    if mask._pending is not None:
+        mask._native  # noqa: B018  (computed: its positions are of its values)
+    found = _masks.assign(native, mask, backend)
+    if found is None:
+        return False
+    positions, shape = found
+    if type(value) is DeviceArray:
+        nvalue = value._native
+        try:
+            if numpy.broadcast_shapes(value.shape, shape) != shape or backend.shares_memory(nvalue, native):
+                return False
+        except ValueError:  # (NumPy's own message comes from the usual write)
+            return False
+    else:
+        cell = numpy.empty((), array.dtype)
+        cell[()] = value  # (NumPy's conversion: OverflowError for 300 into uint8, ValueError for NaN into int)
+        nvalue = cell[()]
+    _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
+    backend.put_positions(native, positions, mask.ndim, nvalue)
+    return True
 
 
 def _fill_basic(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:

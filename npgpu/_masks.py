@@ -1,11 +1,13 @@
-"""Selections by a boolean device mask used more than once: its true positions are found once.
+"""Selections and writes by a boolean device mask used more than once: its true positions are
+found once.
 
 ``a[mask]`` has as many elements as the mask has true ones, so a device must count them before it
 can make the result: CuPy scans the mask and reads the count back, waiting for the device, at every
 selection. Programs select several arrays by one mask (mandelbrot2: ``Xi[I]``, ``Yi[I]``, ``Z[I]``
 and ``C[I]``, nine selections a step by two masks). From a mask's second selection its flat true
 positions are kept (one scan and one read back), and every later selection by it gathers them: the
-result's size is known, so nothing waits.
+result's size is known, so nothing waits. A write by such a mask (mandelbrot1's
+``Z[I] = Z[I]**2 + C[I]``) scatters into the positions.
 
 Kept positions stay right while the mask's memory keeps its values:
 
@@ -35,7 +37,7 @@ import weakref
 from typing import Any
 
 #: id of a mask -> [weak reference to it, its native array, its backend, its flat true positions
-#: (None until its second selection)]
+#: (None until its second use)]
 _SEEN: dict[int, list[Any]] = {}
 _MAX = 8
 _MAX_ELEMENTS = 1 << 22
@@ -44,10 +46,10 @@ _lock = threading.Lock()
 _owner: list[Any] = [None, False]
 
 
-def select(array: Any, mask: Any, backend: Any) -> Any:
-    """``array[mask]``'s native result from kept positions, or None where the caller selects as
-    usual (the mask's first selection, a backend that keeps none, another thread than the one
-    keeping positions, or keeping ended by another thread's write)."""
+def positions(mask: Any, backend: Any) -> Any:
+    """``mask``'s kept flat true positions (a native integer array), found now at its second use;
+    None where the caller indexes as usual (the mask's first use, a backend that keeps none,
+    another thread than the one keeping positions, or keeping ended by another thread's write)."""
     if not backend.keeps_mask_positions or _owner[1] or mask.size > _MAX_ELEMENTS:
         return None
     me = threading.get_ident()
@@ -65,14 +67,33 @@ def select(array: Any, mask: Any, backend: Any) -> Any:
             _SEEN.pop(next(iter(_SEEN)), None)
         _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
         return None
-    positions = entry[3]
-    if positions is None:
-        positions = backend.mask_positions(native)
+    found = entry[3]
+    if found is None:
+        found = backend.mask_positions(native)
         with _lock:
             if _owner[1] or _SEEN.get(key) is not entry:  # (another thread's write came meanwhile)
                 return None
-            entry[3] = positions
-    return backend.take_positions(array._device_data, positions, mask.ndim)
+            entry[3] = found
+    return found
+
+
+def select(array: Any, mask: Any, backend: Any) -> Any:
+    """``array[mask]``'s native result from kept positions, or None where the caller selects as
+    usual (``positions``)."""
+    found = positions(mask, backend)
+    return None if found is None else backend.take_positions(array._device_data, found, mask.ndim)
+
+
+def assign(array_native: Any, mask: Any, backend: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """For ``array[mask] = value``: the kept positions and the shape NumPy broadcasts the value to
+    (the true count, then the array's dimensions past the mask's), or None where the caller writes
+    as usual (``positions``; an array whose flattened rows would be a copy, not a view)."""
+    if not backend.keeps_mask_positions or not array_native.flags.c_contiguous:
+        return None
+    found = positions(mask, backend)
+    if found is None:
+        return None
+    return found, (found.size, *array_native.shape[mask.ndim:])
 
 
 def written(backend: Any, native: Any) -> None:

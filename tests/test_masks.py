@@ -211,3 +211,39 @@ def test_handing_memory_out_drops_every_kept_mask():
         assert _masks.kept() == 1
         del mask2
         assert _masks.kept() == 0, "a mask that dies is forgotten"
+
+
+@differential()
+def test_writes_by_a_kept_mask_are_numpys(xp):
+    rng = numpy.random.default_rng(11)
+    z = xp.asarray(rng.random(N) + 1j * rng.random(N))
+    c = xp.asarray(rng.random(N) + 0.5j)
+    counts = xp.asarray(numpy.zeros(N, numpy.int64))
+    rows = xp.asarray(rng.random((N, 3)))
+    out = []
+    for step in range(4):  # (mandelbrot1's step: the mask's later uses find its positions kept)
+        mask = xp.less(abs(z), 0.9)
+        counts[mask] = step
+        z[mask] = z[mask] ** 2 + c[mask]
+        rows[mask] = rows[mask][:, :1] * 2.0  # (a value broadcast along the rows)
+        rows[mask] = xp.asarray(numpy.arange(3.0))  # (one row for every selected row)
+        counts[mask] = numpy.int64(-step)
+        out += [counts.copy(), z.copy(), rows.copy()]
+    mask = z.real > 0.5
+    z[mask], z[mask]  # noqa: B018
+    ints = xp.asarray(numpy.zeros(N, numpy.uint8))
+    ints[mask], ints[mask]  # noqa: B018
+    with pytest.raises(OverflowError):
+        ints[mask] = 300  # (NumPy's conversion of the value)
+    with pytest.raises(ValueError):
+        ints[mask] = float("nan")
+    with pytest.raises(ValueError):  # (a value of the wrong length: NumPy's own error)
+        z[mask] = xp.asarray(numpy.ones(3, complex))
+    z[mask] = z[::-1][mask]  # (a value sharing the target's memory: read whole first)
+    strided = xp.asarray(rng.random(2 * N))[::2]
+    strided[mask], strided[mask]  # noqa: B018
+    strided[mask] = 7.0  # (a non-contiguous target)
+    own = mask.copy()
+    own[own], own[own]  # noqa: B018
+    own[own] = False  # (the mask written by itself)
+    return out, z, ints, strided, own, z[mask], own.sum()

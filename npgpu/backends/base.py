@@ -154,6 +154,12 @@ class Backend:
         positions are ``positions`` (``mask_positions``'): a new C-ordered array."""
         raise NotImplementedError
 
+    def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
+        """``native[mask] = value`` for a C-contiguous ``native``, a mask as in ``take_positions``
+        and a value of ``native``'s dtype (a NumPy scalar, or a native array broadcasting to the
+        selection's shape, sharing no memory with ``native``)."""
+        raise NotImplementedError
+
     # -- NumPy's compositions of ufuncs, run through this backend's own ufuncs (its kernels give
     # NumPy's rounding steps and floating-point reports) ------------------------------------------
     def numpy_diff(self, a: Any, n: int = 1, axis: int = -1) -> Any:

@@ -434,6 +434,10 @@ class ArrayModuleBackend(Compositions, Backend):
         rows = math.prod(native.shape[:ndim])  # (not -1: a zero-size trailing shape leaves it unknown)
         return native.reshape((rows, *native.shape[ndim:]))[positions]
 
+    def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
+        rows = math.prod(native.shape[:ndim])
+        native.reshape((rows, *native.shape[ndim:]))[positions] = value  # (a view: C-contiguous)
+
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
         return a[key]

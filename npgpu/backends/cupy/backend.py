@@ -548,7 +548,7 @@ def _at_boundary(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _name in ("from_host", "to_host", "sync", "run_fused", "reduce_fused", "call_function", "call_ufunc",
-              "random_call", "mask_positions", "take_positions"):
+              "random_call", "mask_positions", "take_positions", "put_positions"):
     setattr(CupyBackend, _name, _at_boundary(getattr(CupyBackend, _name)))
 
 def _device_from_environment() -> int | None:
