@@ -10,6 +10,7 @@ import operator
 import os
 import pickle
 import sys
+import warnings
 from typing import Any
 
 import numpy
@@ -318,6 +319,9 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     @shape.setter
     def shape(self, value: Any) -> None:
+        warned = _SHAPE_SET_WARNING[0] if _SHAPE_SET_WARNING else _shape_set_warning()
+        if warned is not None:  # (NumPy 2.5 deprecates setting shape: its warning, as NumPy gives it)
+            warnings.warn(str(warned.message), warned.category, stacklevel=2)
         self._native = self.reshape(value)._native
 
     @property
@@ -966,6 +970,21 @@ class ResidentArray(DeviceArray):
     def __array_function__(self, func: Any, types: tuple[type, ...], args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:
         return func(*_host_of(args), **_host_of(kwargs))
+
+
+#: the warning NumPy gives when an array's shape is set (none before NumPy 2.5), once found
+_SHAPE_SET_WARNING: list[Any] = []
+
+
+def _shape_set_warning() -> Any:
+    """NumPy's own warning for ``a.shape = ...`` (a ``warnings.WarningMessage``), or None: NumPy
+    is asked once, on an empty array, so the message and category are its own in every version."""
+    probe = numpy.empty(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        probe.shape = (0,)
+    _SHAPE_SET_WARNING[:] = [caught[0] if caught else None]
+    return _SHAPE_SET_WARNING[0]
 
 
 _HOLDERS = (ResidentArray, list, tuple, dict)

@@ -241,6 +241,17 @@ def test_put_along_axis_writes_into_a_device_array(xp):
     return a, b, before
 
 
+@differential()
+def test_setting_shape_warns_as_numpy_does(xp):
+    # NumPy 2.5 deprecates setting an array's shape (GPU run 69: its DeprecationWarning, which
+    # npgpu's device arrays did not give); NumPy 2.4 warns nothing: both are compared here
+    a = xp.asarray(numpy.arange(6.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a.shape = (2, 3)
+    return a, [(w.category.__name__, str(w.message)) for w in caught]
+
+
 # -- found by NumPy's own tests on the CuPy backend (GPU machine, 2026-12-01) ------------------
 
 @differential()
