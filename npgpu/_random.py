@@ -270,6 +270,30 @@ def _legacy_function(name: str) -> Callable[..., Any]:
     return draw
 
 
+def _shuffling(shuffle: Callable[..., Any], position: int, name: str) -> Callable[..., Any]:
+    """NumPy's ``shuffle`` (the array at ``position``) that shuffles a device array as NumPy
+    shuffles an ndarray: NumPy shuffles a host copy (the generator's stream moves as it would for
+    the ndarray), then the copy is written back. Given the device array itself, NumPy would take
+    it for a sequence: a UserWarning, and a Python swap per element, each a device round trip."""
+    counter = _report.host_counter(shuffle)
+
+    def shuffled(*args: Any, **kwargs: Any) -> Any:
+        if len(args) <= position or not isinstance(args[position], DeviceArray):
+            return shuffle(*args, **kwargs)
+        x = args[position]
+        host = numpy.array(x, copy=True)
+        host.flags.writeable = not x._readonly  # (a read-only array: NumPy's own error)
+        counter[0] += 1
+        shuffle(*args[:position], host, *args[position + 1:], **kwargs)
+        x[...] = host
+        return None
+
+    shuffled.__name__ = "shuffle"
+    shuffled.__qualname__ = name
+    shuffled.__doc__ = shuffle.__doc__
+    return shuffled
+
+
 def seed(seed: Any = None) -> None:
     """Seed NumPy's global generator (and the device generators of loaded backends): from then on
     its draws are NumPy's numbers, on the device too; ``seed(None)`` makes it unseeded again."""
@@ -352,6 +376,7 @@ for _name in _LEGACY:
         setattr(RandomState, _name, _legacy_method(_name))
 for _name in _CALLS_BACK["RandomState"]:
     setattr(RandomState, _name, _numpy_method(_NumpyRandomState, _name))
+RandomState.shuffle = _shuffling(_NumpyRandomState.shuffle, 1, "RandomState.shuffle")  # type: ignore[method-assign]
 
 
 # -- Generator ------------------------------------------------------------------------------------
@@ -420,6 +445,7 @@ for _name in _GENERATOR:
     setattr(Generator, _name, _generator_method(_name))
 for _name in _CALLS_BACK["Generator"]:
     setattr(Generator, _name, _numpy_method(_NumpyGenerator, _name))
+Generator.shuffle = _shuffling(_NumpyGenerator.shuffle, 1, "Generator.shuffle")  # type: ignore[method-assign]
 
 
 def default_rng(seed: Any = None) -> Any:
@@ -439,5 +465,6 @@ def default_rng(seed: Any = None) -> Any:
 def build() -> types.ModuleType:
     extra: dict[str, Any] = {name: _legacy_function(name) for name in _LEGACY}
     extra.update(seed=seed, set_state=set_state, set_bit_generator=set_bit_generator, default_rng=default_rng,
-                 RandomState=RandomState, Generator=Generator)
+                 RandomState=RandomState, Generator=Generator,
+                 shuffle=_shuffling(numpy.random.shuffle, 0, "shuffle"))
     return submodule("npgpu.random", numpy.random, extra)

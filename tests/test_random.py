@@ -502,3 +502,23 @@ def test_cupy_seeded_script_uses_the_kernels():
     assert_identical(got, want)
     counts = npgpu.report().as_dict()["functions"]
     assert counts["random.RandomState.rand"]["device"] == counts["random.RandomState.random"]["device"] == 1
+
+
+@differential()
+def test_shuffling_a_device_array_is_numpys(xp):
+    # NumPy took a device array for a sequence: a UserWarning (an error under pytest's filter) and
+    # a Python swap per element; the permutations must be NumPy's, the stream moved as NumPy's
+    xp.random.seed(3)
+    a = xp.asarray(numpy.arange(50.0))
+    xp.random.shuffle(a)
+    rows = xp.asarray(numpy.arange(12).reshape(4, 3))
+    generator = xp.random.default_rng(5)
+    generator.shuffle(rows)
+    generator.shuffle(rows, axis=1)
+    state = xp.random.RandomState(7)
+    state.shuffle(a[::2])  # (a view: the shuffle lands in its base)
+    read_only = xp.asarray(numpy.arange(5))
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError):
+        generator.shuffle(read_only)
+    return a, rows, generator.random(3), xp.random.random(2), state.random(2), read_only
