@@ -55,6 +55,7 @@ _hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function
                setitem=_dispatch.basic_setitem,
                on_host=_dispatch.on_host,
                to_host=_transfer.to_host, materialize=_materialize.materialize,
+               before_write=_materialize.before_write,
                record_binary=_recorder.record_binary, record_unary=_recorder.record_unary,
                charge_read=_residency.charge_read, charge_write=_residency.charge_write,
                charge_conversion=_residency.charge_conversion,

@@ -228,6 +228,11 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     @_native.setter
     def _native(self, native: Any) -> None:
+        old = self._device_data
+        if old is not None and old is not native:
+            # (recorded work reads a leaf's native when it runs: it must run on the one it was
+            # recorded with, before the array holds another -- ``a.shape = ...``, ``a.resize``)
+            _core.before_write(self._backend, old)
         self._device_data = native
         self._pending = None
 

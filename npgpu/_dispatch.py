@@ -65,6 +65,18 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             _report.record(func, "host")
             return args[0] if type(args[0]) is ResidentArray and result is hosted[0] else result
         args, kwargs = hosted, kwargs_hosted
+    if func in _ops.IN_PLACE_UNLESS_COPY and args and isinstance(args[0], DeviceArray):
+        position = _ops.IN_PLACE_UNLESS_COPY[func]
+        copy = args[position] if len(args) > position else kwargs.get("copy", True)
+        if not copy:  # (NumPy writes into the array and returns it: a copy's values written back)
+            if args[0]._readonly:
+                raise ValueError("assignment destination is read-only")
+            if len(args) > position:
+                result = function(func, (*args[:position], True, *args[position + 1:]), kwargs)
+            else:
+                result = function(func, args, {**kwargs, "copy": True})
+            args[0][...] = result
+            return args[0]
     if "device" in kwargs and func in _ops.DEVICE_KEYWORD:
         return _on_named_device(func, args, kwargs)
     if func in _ops.METADATA:

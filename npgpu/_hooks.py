@@ -58,6 +58,10 @@ class Core(Protocol):
     def record_unary(self, ufunc: Any, x: Any, frame: Any, loops: dict[Any, Any]) -> Any:
         """The recorder's one-call road for ``ufunc(x)``; None declines."""
 
+    def before_write(self, backend: Any, native: Any) -> None:
+        """Recorded work reading ``native``'s memory runs now: it is about to change, or the array
+        holding it to hold another native (lazy.materialize.before_write)."""
+
     def charge_read(self, array: Any, result: Any) -> None:
         """Residency: ``array[key]`` gave ``result`` (npgpu/_residency.py)."""
 
@@ -85,8 +89,8 @@ core: Core = _Hooks()  # type: ignore[assignment]
 def install(**parts: Any) -> None:
     """Fill ``core`` (the composition root, once; _native swaps the recorder's two roads)."""
     missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "setitem",
-                                 "on_host", "to_host", "materialize", "record_binary", "record_unary", "charge_read",
-                                 "charge_write", "charge_conversion", "charge_kernel")
+                                 "on_host", "to_host", "materialize", "before_write", "record_binary", "record_unary",
+                                 "charge_read", "charge_write", "charge_conversion", "charge_kernel")
                if name not in parts and name not in vars(core)]
     if missing:
         raise TypeError(f"npgpu core hooks missing: {', '.join(missing)}")

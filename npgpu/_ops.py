@@ -185,6 +185,10 @@ MUTATES_FIRST: dict[Any, str] = {
     numpy.ndarray.setfield: "assignment destination is read-only",
 }
 
+#: Functions that write their result into their first argument and return it when their ``copy``
+#: argument (at this position) is false (npgpu computes a copy, then writes it into the argument)
+IN_PLACE_UNLESS_COPY: dict[Any, int] = {numpy.nan_to_num: 1}
+
 # -- metadata and memory --------------------------------------------------------------------------
 
 #: Functions that only read shape and dtype: answered from zero-cost host proxies, no transfer.

@@ -252,6 +252,37 @@ def test_setting_shape_warns_as_numpy_does(xp):
     return a, [(w.category.__name__, str(w.message)) for w in caught]
 
 
+@differential()
+def test_recorded_work_reads_the_values_it_was_recorded_with(xp):
+    # silent wrong answers on the devices: `e = d + 1` is recorded, and ran on the values after
+    # nan_to_num(d, copy=False) (stale), or on the native that `d.shape = ...` and `d.resize(...)`
+    # put in d's place (OpenCL: wrong values; emulated: a broadcast error from the kernel)
+    def fresh():
+        return xp.asarray(numpy.array([numpy.nan, 3.0, 1.0, numpy.inf]))
+
+    d = fresh()
+    before = d + 1
+    same = xp.nan_to_num(d, copy=False, posinf=5.0)
+    view = fresh()
+    base_before = view * 2
+    xp.nan_to_num(view[::2], False)  # (positional copy=False, into a view)
+    ints = xp.asarray(numpy.arange(4))
+    shaped = fresh()
+    shaped_before = shaped - 1
+    with warnings.catch_warnings():  # (NumPy 2.5 deprecates setting shape)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        shaped.shape = (2, 2)
+    grown = fresh()
+    grown_before = grown + 0.5
+    grown.resize((6,), refcheck=False)
+    read_only = fresh()
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        xp.nan_to_num(read_only, copy=False)
+    return (before, d, same is d, base_before, view, xp.nan_to_num(ints, copy=False) is ints, shaped_before,
+            shaped, grown_before, grown)
+
+
 # -- found by NumPy's own tests on the CuPy backend (GPU machine, 2026-12-01) ------------------
 
 @differential()
