@@ -416,6 +416,22 @@ def _seed_material(bit_generator: Any) -> Any:
     return int(seed_seq.generate_state(1, numpy.uint64)[0])
 
 
+def _draw_into(unbound: Callable[..., Any], generator: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``generator.method(..., out=device_array)``: NumPy draws into a host array laid out as NumPy
+    requires of ``out`` where the device array is (C-contiguous and writable, or not: then NumPy
+    raises its own error), and the draw is written into the device array, which is returned.
+    NumPy given the device array itself refuses it ("Supplied output array must be contiguous")."""
+    out = kwargs["out"]
+    if out.flags.c_contiguous:
+        host = numpy.empty(out.shape, out.dtype)
+    else:  # (a stand-in of the same shape that is not contiguous either)
+        host = numpy.empty((*out.shape, 2), out.dtype)[..., 0]
+    host.flags.writeable = not out._readonly
+    unbound(generator, *args, **{**kwargs, "out": host})
+    out[...] = host
+    return out
+
+
 def _generator_method(name: str) -> Callable[..., Any]:
     unbound = getattr(_NumpyGenerator, name)
     counter = _report.host_counter(unbound)
@@ -425,6 +441,9 @@ def _generator_method(name: str) -> Callable[..., Any]:
         state = _config.current()
         if state.backend is None:
             return unbound(self, *args, **kwargs)
+        if isinstance(kwargs.get("out"), DeviceArray):
+            counter[0] += 1
+            return _draw_into(unbound, self, args, kwargs)
         if kwargs.get("out") is not None or not _large(state, args[index] if len(args) > index else kwargs.get("size")):
             counter[0] += 1
             return unbound(self, *args, **kwargs)

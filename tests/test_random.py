@@ -522,3 +522,20 @@ def test_shuffling_a_device_array_is_numpys(xp):
     with pytest.raises(ValueError):
         generator.shuffle(read_only)
     return a, rows, generator.random(3), xp.random.random(2), state.random(2), read_only
+
+
+@differential()
+def test_drawing_into_a_device_array_is_numpys(xp):
+    # NumPy refused the device array ("Supplied output array must be contiguous, writable, ...")
+    generator = xp.random.default_rng(9)
+    out = xp.asarray(numpy.zeros(6))
+    returned = generator.random(out=out)
+    normals = xp.asarray(numpy.zeros((2, 3)))
+    generator.standard_normal(out=normals)
+    singles = xp.asarray(numpy.zeros(4, numpy.float32))
+    generator.random(dtype=numpy.float32, out=singles)
+    with pytest.raises(ValueError):  # (not contiguous: NumPy's own refusal)
+        generator.random(out=xp.asarray(numpy.zeros(8))[::2])
+    with pytest.raises(TypeError):  # (a float32 out for a float64 draw)
+        generator.random(out=xp.asarray(numpy.zeros(3, numpy.float32)))
+    return returned is out, out, normals, singles, generator.random(2)
