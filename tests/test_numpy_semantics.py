@@ -283,6 +283,19 @@ def test_recorded_work_reads_the_values_it_was_recorded_with(xp):
             shaped, grown_before, grown)
 
 
+@differential()
+def test_ravel_views_only_what_numpy_views(xp):
+    # silent wrong answer on OpenCL: a[:, ::2].ravel() was a view (its reshape can be one), so a
+    # write into it reached a; NumPy's ravel views only C-contiguous arrays
+    a = xp.asarray(numpy.arange(24.0).reshape(4, 6))
+    for part in (a[:, ::2], a[::2], a[:, :1], a.T, a[1:3], a[2]):
+        flat = part.ravel()
+        flat[...] = -1.0
+        other = xp.ravel(part)
+        other[:1] = -2.0
+    return a
+
+
 # -- found by NumPy's own tests on the CuPy backend (GPU machine, 2026-12-01) ------------------
 
 @differential()

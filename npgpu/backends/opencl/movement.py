@@ -81,7 +81,8 @@ class Movement(Backend):
     def ravel(self, a: CLArray, order: str = "C") -> CLArray:
         if order != "C":
             raise NotImplementedError("opencl backend: ravel with order other than 'C'")
-        return self.reshape(a, (a.size,))
+        # (NumPy's ravel views only a C-contiguous array: a[:, ::2] reshapes to a view, ravels to a copy)
+        return self.reshape(a, (a.size,), copy=None if a.c_contiguous else True)
 
     @implements(numpy.transpose, kwargs=("axes",), complex_values=True)
     def transpose(self, a: CLArray, axes: Any = None) -> CLArray:
