@@ -63,9 +63,11 @@ def positions(mask: Any, backend: Any) -> Any:
     native = mask._device_data
     entry = _SEEN.get(key)
     if entry is None or entry[0]() is not mask or entry[1] is not native or entry[2] is not backend:
-        if len(_SEEN) >= _MAX:
-            _SEEN.pop(next(iter(_SEEN)), None)
-        _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
+        with _lock:  # (another thread's write may clear the table, a mask's death pop from it, meanwhile:
+            # the oldest is found in a copy, one C call)
+            if len(_SEEN) >= _MAX:
+                _SEEN.pop(next(iter(_SEEN.copy()), None), None)
+            _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
         return None
     found = entry[3]
     if found is None:
