@@ -119,6 +119,47 @@ def test_a_write_runs_other_threads_graphs_that_read_the_memory_first(device_bac
         numpy.testing.assert_array_equal(numpy.asarray(shared), numpy.full(50_000, -1.0))
 
 
+def test_a_statement_whose_value_another_thread_computed_first_still_writes_it(device_backend, monkeypatch):
+    # ``k[10:20] = k[20:30] + 1`` runs the value's kernel into the view. Another thread's write may
+    # compute that value first (its graph reads memory the write changes); the statement then wrote
+    # nothing: a lost write, once in eight threads doing fused work. Here that thread's part is
+    # played at the moment it came: right after this statement's own before_write.
+    host = numpy.arange(1000, dtype=numpy.int64)
+    real = lazy.before_write
+    computed: list[bool] = []
+
+    def then_another_thread_computes(backend, native, skip=None, known=None):
+        real(backend, native, skip, known)
+        if skip is not None and skip._pending is not None:
+            lazy.materialize(skip)
+            computed.append(True)
+
+    with npgpu.enable(device_backend, threshold=0):
+        k = npgpu.asarray(host.copy())
+        monkeypatch.setattr(lazy, "before_write", then_another_thread_computes)
+        k[10:20] = k[20:30] + 1
+        monkeypatch.setattr(lazy, "before_write", real)
+        assert computed == [True]  # (the road under test ran)
+        host[10:20] = host[20:30] + 1
+        numpy.testing.assert_array_equal(numpy.asarray(k), host)
+
+
+def test_a_writes_remembered_answers_keep_their_arrays_alive(device_backend):
+    # The answers are by id. Once another thread computes a graph's inner array, its operands are
+    # dropped, and a new array could take one's id and its answer: a False one let a graph reading
+    # the written memory run after the write. Every id answered stays an array's while answered.
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.arange(1000.0))
+        out = npgpu.asarray(numpy.zeros(1000))
+        inner = (a + 1.0) * 2.0  # (a + 1.0 is an operand only this graph holds)
+        value = inner - 3.0
+        overlapping, known = lazy.write_plan(value, a._backend, out._native)
+        lazy.materialize(inner)  # (as another thread would: a + 1.0 is dropped)
+        assert not overlapping
+        assert len(known) == 4  # a, a + 1.0, inner, value
+        assert set(known) <= {id(x) for x in known.held}
+
+
 def test_one_thread_writes_a_shared_array_others_read_it_after_the_join(device_backend):
     host = numpy.arange(120_000.0)
     with npgpu.enable(device_backend, threshold=0):

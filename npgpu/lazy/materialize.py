@@ -29,7 +29,7 @@ from .. import _config, _fperr, _hooks, _masks, _ops, _report
 from .._array import DeviceArray, tracked
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
-from ..kernels.ir import Graph, GraphBuilder, Node, evaluate
+from ..kernels.ir import Graph, GraphBuilder, Node, cast_graph, evaluate
 from .registry import Pending, ScalarArg, _get_ident, _pending, discard, pending_count  # noqa: F401  (the core's names)
 
 _local = _report._local
@@ -179,10 +179,14 @@ def materialize(array: Any, out: Any = None) -> None:
     compiler's message). A result the device can't hold raises DeviceMemoryError and leaves the
     array pending, its graph intact (the dispatcher then falls back for the call that needed it)."""
     if array._pending is None:
+        if out is not None:
+            _copy_computed(array, out)
         return
     with _lock_of(array):
         pending = array._pending
         if pending is None:  # another thread computed it while this one waited
+            if out is not None:
+                _copy_computed(array, out)
             return
         started = time.perf_counter()
         backend = array._backend
@@ -207,6 +211,18 @@ def materialize(array: Any, out: Any = None) -> None:
             _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes)
     if launch is not None:
         _fperr.launched(backend, launch)
+
+
+def _copy_computed(array: Any, out: Any) -> None:
+    """``array``, computed already, copied into ``out``: where a write road asked for an array's
+    kernel to run into the written view (``a[1:-1] = b[2:] + b[:-2]``), another thread's write may
+    have run the graph first (it reads memory that write changes): the value still lands. Without
+    this the statement's write was lost (tests/test_threads.py)."""
+    data = array._device_data
+    backend = array._backend
+    if data is out or backend.same_view(data, out):
+        return
+    backend.run_fused(cast_graph(data.dtype, out.dtype), [data], [], out.shape, out=out)
 
 
 def _host_result(array: Any, backend: Any, graph: Graph, state: _GraphState) -> numpy.ndarray:
@@ -269,11 +285,24 @@ def _run_outermost(select: Any, owner: int | None = None, too_large: set[int] | 
         del outermost
 
 
-def _reads_shared(root: Any, test: Any, known: dict[int, bool]) -> bool:
-    """``_reads`` with each array's answer remembered in ``known`` (by id, for arrays alive through
-    the caller): the pending arrays of one statement are operands of one another (``a + b + c``
-    keeps ``a + b`` pending inside ``(a + b) + c``), and walking each graph again made every write
-    quadratic in the statement's length. An answer can only turn False once operands are computed
+class Known(dict):  # type: ignore[type-arg]  (ids to answers: dict[int, bool])
+    """Answers found for arrays, by id, and those arrays kept alive in ``held``: an id names one
+    object only while it lives. (A graph's inner arrays, computed by another thread meanwhile, drop
+    their operands; a new array of any thread could then take a dropped one's id and its answer:
+    a false one let a graph that reads the written memory run after the write.)"""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Any] = []
+
+
+def _reads_shared(root: Any, test: Any, known: Known) -> bool:
+    """``_reads`` with each array's answer remembered in ``known`` (which keeps the arrays alive):
+    the pending arrays of one statement are operands of one another (``a + b + c`` keeps ``a + b``
+    pending inside ``(a + b) + c``), and walking each graph again made every write quadratic in the
+    statement's length. An answer can only turn False once operands are computed
     (their new buffers are fresh memory), so a remembered True at most runs a graph early."""
     found = known.get(id(root))
     if found is not None:
@@ -287,30 +316,35 @@ def _reads_shared(root: Any, test: Any, known: dict[int, bool]) -> bool:
         pending = x._pending
         if pending is None:
             known[key] = bool(test(x._device_data))
+            known.held.append(x)
             continue
         operands = [o for o in pending.operands if not isinstance(o, ScalarArg)]
         if expanded:
             known[key] = any(known.get(id(o), True) for o in operands)
+            known.held.append(x)
         else:
             stack.append((x, True))
             stack.extend((o, False) for o in operands if id(o) not in known)
     return known[id(root)]
 
 
-def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, dict[int, bool]]:
+def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
     """For pending ``array`` about to be computed into ``native``: (whether its graph reads memory
     overlapping ``native`` other than as the very same view, whether each array of its graph
     reads ``native``'s memory, by id, for ``before_write``'s ``known``), from one walk of the graph
     (a stencil statement's pendings are all in it: before_write then walks none of them again)."""
     overlapping = False
-    known: dict[int, bool] = {}
+    known = Known()
+    held = known.held
     shares, same = backend.shares_memory, backend.same_view
     stack: list[Any] = [array]
     while stack:  # (post-order: an array's answer once all of its operands' are known)
         x = stack.pop()
-        if x is None:  # (the marker after an array whose operands were pushed)
-            x = stack.pop()
-            known[id(x)] = any([known[id(o)] for o in x._pending.operands if type(o) is not ScalarArg])
+        if type(x) is tuple:  # (the marker after an array whose operands were pushed: the array
+            # and the pending it had, which another thread may have computed since)
+            x, pending = x
+            known[id(x)] = any([known[id(o)] for o in pending.operands if type(o) is not ScalarArg])
+            held.append(x)
             continue
         if id(x) in known:
             continue
@@ -318,27 +352,27 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, dict[int, b
         if pending is None:
             data = x._device_data
             hit = known[id(x)] = bool(shares(data, native))
+            held.append(x)
             if hit and not same(data, native):
                 overlapping = True
             continue
-        stack.append(x)
-        stack.append(None)
+        stack.append((x, pending))
         for o in pending.operands:
             if type(o) is not ScalarArg and id(o) not in known:
                 stack.append(o)
     return overlapping, known
 
 
-def before_write(backend: Any, native: Any, skip: Any = None, known: dict[int, bool] | None = None) -> None:
+def before_write(backend: Any, native: Any, skip: Any = None, known: Known | None = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it.
-    ``known``: answers already found for some arrays, by id (``write_plan``'s: arrays alive
-    through the call). Every road that writes device memory calls this first, with or without
-    recorded work: the kept positions of masks in that memory are dropped too (npgpu/_masks.py)."""
+    ``known``: answers already found for some arrays (``write_plan``'s). Every road that writes
+    device memory calls this first, with or without recorded work: the kept positions of masks in
+    that memory are dropped too (npgpu/_masks.py)."""
     _masks.written(backend, native)
     if not _pending:
         return
     if known is None:
-        known = {}
+        known = Known()
 
     def test(data: Any) -> bool:
         return backend.shares_memory(data, native)
