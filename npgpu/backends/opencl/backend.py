@@ -81,6 +81,8 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         self.unified_memory = bool(self.device.host_unified_memory)
         #: buffers in NumPy-allocated host memory (USE_HOST_PTR): CPU devices, where device memory is host memory
         self.host_backed = self.is_cpu and self.unified_memory
+        #: the alignment, in bytes, of the host memory such buffers use (memory.aligned_empty)
+        self.host_alignment = max(64, int(self.device.mem_base_addr_align) // 8)
         # Device buffers are plain clCreateBuffer allocations, released when their last array dies.
         # (PyOpenCL's MemoryPool is not safe under threads: a pooled buffer returns to the pool from
         # whichever thread drops it last, while another thread allocates from it with the GIL released;

@@ -15,6 +15,7 @@ from ..._errors import KernelBuildError
 from ...kernels import codegen, ir
 from ..base import Backend
 from .array import _PY_SCALARS
+from .memory import aligned_empty
 
 #: compiled kernels kept per backend (each holds a built program)
 KERNEL_CACHE_SIZE = 512
@@ -122,11 +123,13 @@ class Launch(Backend):
     def error_buffer(self, nbytes: int) -> Any:
         """A zeroed device buffer of ``nbytes`` flag bytes."""
         flags = self._cl.mem_flags
-        host = numpy.zeros(nbytes, numpy.uint8)
         if self.host_backed:
+            host = aligned_empty(nbytes, self.host_alignment)
+            host[:] = 0
             buffer = self._cl.Buffer(self.context, flags.READ_WRITE | flags.USE_HOST_PTR, hostbuf=host)
             self._error_hosts[buffer.int_ptr] = host  # (the buffer and its memory live as long as the backend)
             return buffer
+        host = numpy.zeros(nbytes, numpy.uint8)
         return self._cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=host)
 
     def read_errors(self, buffer: Any, nbytes: int) -> numpy.ndarray:
