@@ -332,34 +332,41 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
     """For pending ``array`` about to be computed into ``native``: (whether its graph reads memory
     overlapping ``native`` other than as the very same view, whether each array of its graph
     reads ``native``'s memory, by id, for ``before_write``'s ``known``), from one walk of the graph
-    (a stencil statement's pendings are all in it: before_write then walks none of them again)."""
-    overlapping = False
+    (a stencil statement's pendings are all in it: before_write then walks none of them again).
+    (Recursive: a graph is at most recorder.MAX_NODES deep. Each array's pending is read once:
+    another thread may compute it meanwhile.)"""
     known = Known()
     held = known.held
     shares, same = backend.shares_memory, backend.same_view
-    stack: list[Any] = [array]
-    while stack:  # (post-order: an array's answer once all of its operands' are known)
-        x = stack.pop()
-        if type(x) is tuple:  # (the marker after an array whose operands were pushed: the array
-            # and the pending it had, which another thread may have computed since)
-            x, pending = x
-            known[id(x)] = any([known[id(o)] for o in pending.operands if type(o) is not ScalarArg])
-            held.append(x)
-            continue
-        if id(x) in known:
-            continue
-        pending = x._pending
-        if pending is None:
-            data = x._device_data
-            hit = known[id(x)] = bool(shares(data, native))
-            held.append(x)
-            if hit and not same(data, native):
-                overlapping = True
-            continue
-        stack.append((x, pending))
+    overlapping = False
+
+    def visit(x: Any, pending: Any, visit: Any) -> bool:  # (itself as an argument: a closure over
+        # itself is a cycle, which would keep the graph's arrays alive, pending, until a collection)
+        nonlocal overlapping
+        hit = False
         for o in pending.operands:
-            if type(o) is not ScalarArg and id(o) not in known:
-                stack.append(o)
+            if type(o) is ScalarArg:
+                continue
+            key = id(o)
+            found = known.get(key)
+            if found is None:
+                inner = o._pending
+                if inner is None:
+                    data = o._device_data
+                    found = known[key] = bool(shares(data, native))
+                    held.append(o)
+                    if found and not overlapping and not same(data, native):
+                        overlapping = True
+                else:
+                    found = visit(o, inner, visit)
+            hit = hit or found
+        known[id(x)] = hit
+        held.append(x)
+        return hit
+
+    pending = array._pending
+    if pending is not None:
+        visit(array, pending, visit)
     return overlapping, known
 
 
