@@ -16,7 +16,16 @@ from ._array import _SCALAR_VALUES, MOVED, DeviceArray, ResidentArray, _host_of,
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
 from ._report import notify
-from ._transfer import holds_device_array, scan, to_native_tree, upload, upload_bytes, upload_operand, wrap
+from ._transfer import (
+    download_scalar,
+    holds_device_array,
+    scan,
+    to_native_tree,
+    upload,
+    upload_bytes,
+    upload_operand,
+    wrap,
+)
 from .kernels import ir as _ir
 from .kernels.ufuncs import is_supported_dtype as _kernel_dtype
 from .lazy import materialize as _lazy
@@ -222,16 +231,24 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
     if not _basic_key(key):
         return NotImplemented
     native = array._device_data
-    ok = _INDEXES.get((backend, array.dtype))
+    dtype = native.dtype
+    ok = _INDEXES.get((backend, dtype))
     if ok is None:
-        ok = _INDEXES[(backend, array.dtype)] = backend.supports_function(_GETITEM, (array.dtype,), (native, 0), {})
+        ok = _INDEXES[(backend, dtype)] = backend.supports_function(_GETITEM, (dtype,), (native, 0), {})
     if not ok:
         return NotImplemented
     result = backend.basic_view(native, key)
     _report.count(_GETITEM, "device", frame)
+    # wrap(result, backend, _GETITEM, not keeps, [array]), inlined (every view of a loop body):
     # (_keeps_dimensions for a basic key, whose items compare with Ellipsis safely: `in`, no generator)
-    keeps = key is Ellipsis or (type(key) is tuple and Ellipsis in key)
-    return wrap(result, backend, _GETITEM, not keeps, [array])
+    if not result.ndim and not (key is Ellipsis or (type(key) is tuple and Ellipsis in key)):
+        return download_scalar(result, backend, _GETITEM)
+    root = getattr(result, "base", None)
+    if root is not None:  # (_view_of: NumPy's base is the owner of the memory viewed)
+        base = array._base
+        if native is root or (base is not None and getattr(native, "base", None) is root):
+            return DeviceArray(result, backend, array if base is None else base, array._readonly)
+    return DeviceArray(result, backend)
 
 
 #: (backend, dtype) -> whether the backend selects elements of arrays of that dtype by a boolean mask
