@@ -61,10 +61,30 @@ def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[num
 
 def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy function (or ndarray method) ``func`` where it belongs."""
+    if func in _ops.IN_MEMORY_CONSTRUCTORS and args and type(args[0]) is DeviceArray:
+        return _same_array(args[0], _function(func, args, kwargs))
+    return _function(func, args, kwargs)
+
+
+def _same_array(array: DeviceArray, result: Any) -> Any:
+    """``array`` itself where ``asarray(array)`` (``array(copy=None)``, ``ascontiguousarray``, ...)
+    gave the very same view of its memory: NumPy returns its argument when it neither copies nor
+    reshapes (``asarray(a) is a``), and code tests that. (Read-only arrays too: the view made for
+    one came back writable.)"""
+    if (type(result) is DeviceArray and result is not array and result._backend is array._backend
+            and result._pending is None and array._pending is None
+            and array._backend.same_view(result._device_data, array._device_data)):
+        return array
+    return result
+
+
+def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if func in _REDUCTIONS and args and type(args[0]) is DeviceArray:
         reduced = _reduce_array(func, args, kwargs)
         if reduced is not NotImplemented:
             return reduced
+    if func in _VIEWING and args and type(args[0]) is DeviceArray and "like" not in kwargs:
+        return _VIEWING[func](*args, **kwargs)
     if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
         hosted, kwargs_hosted = _host_of(args), _host_of(kwargs)
         if func in _ops.IN_MEMORY_CONSTRUCTORS and hosted is not args and "device" not in kwargs:
@@ -469,6 +489,40 @@ def _keeps_dimensions(key: Any) -> bool:
 
 
 _REDUCTIONS = _ops.REDUCTIONS
+
+#: NumPy's require: requirement names -> the flag each asks for ("E": an ndarray, which a device array is)
+_REQUIREMENTS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F", "FORTRAN": "F",
+                 "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O", "OWNDATA": "O", "E": "E",
+                 "ENSUREARRAY": "E"}
+
+
+def _require(a: DeviceArray, dtype: Any = None, requirements: Any = None) -> Any:
+    """``numpy.require`` of a device array: the array itself (an array sharing its memory) where it
+    meets the requirements, as NumPy returns ``a``; a copy only where one is needed. (A fallback
+    gave a copy always, and writes through the result were lost.)"""
+    if not requirements:
+        return function(numpy.asanyarray, (a,), {"dtype": dtype})
+    flags = {_REQUIREMENTS[str(name).upper()] for name in requirements}  # (NumPy's KeyError for others)
+    flags.discard("E")
+    if {"C", "F"} <= flags:
+        raise ValueError('Cannot specify both "C" and "F" order')
+    order = "C" if "C" in flags else "F" if "F" in flags else "A"
+    flags -= {"C", "F"}
+    array = function(numpy.array, (a,), {"dtype": dtype, "order": order, "copy": None})
+    if any(not array.flags[flag] for flag in flags):
+        return array.copy(order)
+    return array
+
+
+def _unstack(x: DeviceArray, *, axis: int = 0) -> tuple[Any, ...]:
+    """``numpy.unstack`` of a device array: views of its slices along ``axis``, as NumPy's (a
+    fallback gave copies, and writes through them were lost)."""
+    moved = function(numpy.moveaxis, (x, axis, 0), {})
+    return tuple(moved[i] for i in range(moved.shape[0]))
+
+
+#: NumPy functions whose results view their argument, composed here of npgpu's own calls (views)
+_VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstack: _unstack}
 _AXES = (int, type(None))
 _REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 #: (function, backend, dtype, keywords given) -> whether the backend reduces such an array itself

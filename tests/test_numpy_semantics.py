@@ -487,3 +487,49 @@ def test_short_roads_with_numpy_scalars_lists_and_tuples(xp):
     b[xp.asarray(numpy.array([0, 2]))] = [4.0, 5.0]
     return (a, b, a[xp.asarray(numpy.array([True, True, False]))], a @ [1.0, 2.0, 3.0, 4.0], [1.0, 0.0, 2.0] @ a,
             a @ numpy.ones((4, 2)), (1.0, 2.0, 3.0) @ a, xp.sum(a, numpy.int64(0)), a.max(axis=(0, 1)))
+
+
+@differential(on_fallback="raise")
+def test_require_returns_the_array_where_it_meets_the_requirements(xp):
+    # a fallback returned a host-computed copy: writes through require's result were lost
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    same = [xp.require(a), xp.require(a, requirements="CAW"), xp.require(a, numpy.float64, ["C_CONTIGUOUS"]),
+            xp.require(a, requirements=["E", "aligned"])]
+    for k, r in enumerate(same):
+        r[0, k] = -1.0 - k
+    t = a.T  # (not C-contiguous, not its own data)
+    copies = [xp.require(t, requirements=["C"]), xp.require(t, requirements="O"), xp.require(a, numpy.float32, "W")]
+    for c in copies:
+        c[1, 1] = 1000.0
+    flags = [(c.flags.c_contiguous, c.flags.f_contiguous, c.flags.owndata, c.dtype.str) for c in copies]
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        xp.require(a, requirements="CF")
+    with pytest.raises(KeyError):
+        xp.require(a, requirements=["X"])
+    return a, copies, flags, xp.require(t, requirements="F").flags.f_contiguous
+
+
+@differential(on_fallback="raise")
+def test_unstack_gives_views_of_the_array(xp):
+    # a fallback returned copies: writes through them were lost
+    a = xp.asarray(numpy.arange(24.0).reshape(2, 3, 4))
+    rows = xp.unstack(a)
+    columns = xp.unstack(a, axis=-1)
+    rows[1][0, 0] = -1.0
+    columns[2][1, 1] = -2.0
+    with pytest.raises(numpy.exceptions.AxisError):
+        xp.unstack(a, axis=3)
+    return a, [r.shape for r in rows], [c.shape for c in columns], type(rows).__name__, len(columns)
+
+
+@differential(on_fallback="raise")
+def test_asarray_of_an_array_it_need_not_copy_is_that_array(xp):
+    # code tests `np.asarray(x) is x` (to know whether it was handed a copy); npgpu gave another
+    # device array sharing the memory
+    a = xp.asarray(numpy.arange(6.0))
+    r = xp.asarray(numpy.arange(4.0))
+    r.flags.writeable = False
+    return [xp.asarray(a) is a, xp.asanyarray(a) is a, xp.array(a, copy=None) is a, xp.array(a, copy=False) is a,
+            xp.ascontiguousarray(a) is a, xp.asarray(a, dtype=numpy.float64) is a, xp.asarray(r) is r,
+            xp.array(a) is a, xp.asarray(a, dtype=numpy.float32) is a, xp.array(a, copy=None, ndmin=2) is a,
+            xp.asarray(a[::2]) is a]
