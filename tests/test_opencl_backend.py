@@ -335,3 +335,26 @@ def test_host_memory_of_a_cpu_device_is_aligned_as_the_device_asks(cl, n):
         host = native.data.get_host_array((native.data.size,), numpy.uint8)
         assert host.ctypes.data % alignment == 0
     numpy.testing.assert_array_equal(cl.to_host(cl.from_host(values)), values)
+
+
+def test_scalar_arguments_reach_a_kernel_exactly(cl):
+    # _enqueue declares a kernel's scalar argument dtypes (PyOpenCL set an undeclared NumPy scalar
+    # in ~15 us): the declared ones are packed, so extreme values must arrive bit for bit
+    import pyopencl
+
+    source = ("__kernel void put(__global long *i, __global double *f, long a, double b, int c, uint d, float e)"
+              " { i[0] = a; f[0] = b; i[1] = c; i[2] = d; f[1] = e; }")
+    kernel = pyopencl.Program(cl.context, source).build().put
+    ints = pyopencl.Buffer(cl.context, pyopencl.mem_flags.READ_WRITE, 24)
+    floats = pyopencl.Buffer(cl.context, pyopencl.mem_flags.READ_WRITE, 16)
+    cases = [(numpy.int64(-2**63), numpy.float64(5e-324), numpy.int32(-2**31), numpy.uint32(2**32 - 1),
+              numpy.float32(-0.0)),
+             (numpy.int64(2**63 - 1), numpy.float64(-numpy.inf), numpy.int32(7), numpy.uint32(0),
+              numpy.float32(3.4028235e38))]
+    for a, b, c, d, e in cases:
+        cl._enqueue(kernel, (1,), (1,), [ints, floats, a, b, c, d, e])
+        got_i, got_f = numpy.empty(3, numpy.int64), numpy.empty(2, numpy.float64)
+        pyopencl.enqueue_copy(cl.queue, got_i, ints)
+        pyopencl.enqueue_copy(cl.queue, got_f, floats, is_blocking=True)
+        assert got_i.tolist() == [int(a), int(c), int(d)]
+        assert got_f[0] == b and got_f[1] == float(e) and numpy.signbit(got_f[1]) == numpy.signbit(e)
