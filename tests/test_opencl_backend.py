@@ -380,3 +380,29 @@ def test_retired_host_memory_is_recycled_in_batches_and_at_a_sync(cl, monkeypatc
     numpy.testing.assert_array_equal(cl.to_host(d), host + 3 * cl.retire_batch)
     cl.sync()
     assert not cl._retired and not cl._in_flight
+
+
+def test_equal_graphs_share_one_kernel_key_and_keep_their_own_error_sources(cl):
+    # kernel caches key by ir.canonical(graph): a lookup with an equal graph that was another
+    # object compared the trees node by node at every launch (9.5 us for two operations)
+    f8 = numpy.dtype(numpy.float64)
+
+    def graph(ufunc):
+        b = ir.GraphBuilder()
+        x, y = b.input(f8), b.input(f8)
+        s = b.apply(numpy.add, (f8, f8, f8), x, y)[0]
+        return b.build([b.apply(ufunc, (f8, f8, f8), s, x)[0]], error_sources=(0, 1) if ufunc is numpy.add else ())
+
+    g1, g2, other = graph(numpy.multiply), graph(numpy.multiply), graph(numpy.subtract)
+    assert g1 == g2 and g1 is not g2
+    assert ir.canonical(g2) is ir.canonical(g1) is ir.canonical(g1)
+    assert ir.canonical(other) is not ir.canonical(g1)
+    object.__setattr__(g2, "error_sources", (5,))
+    assert g1.error_sources != g2.error_sources  # (a key only: nothing else of a graph is shared)
+    built = cl.kernels_built
+    for g in (g1, g2):
+        d = cl.from_host(numpy.arange(5.0))
+        out = cl.empty(5, f8)
+        cl.run_elementwise(g, [d, d], [out], [])
+        numpy.testing.assert_array_equal(cl.to_host(out), (numpy.arange(5.0) * 2) * numpy.arange(5.0))
+    assert cl.kernels_built - built <= 1

@@ -268,6 +268,26 @@ def ufunc_graph(
     return b.build(list(outs), list(out_dtypes), store_check=check)
 
 
+#: graph -> the one object of graphs equal to it that kernel caches key by (``canonical``)
+_CANONICAL: dict[Graph, Graph] = {}
+_CANONICAL_MAX = 2048
+
+
+def canonical(graph: Graph) -> Graph:
+    """The object kernel caches key by for every graph equal to ``graph``. Equal graphs are made
+    apart (an eager call's, a fused statement's, calibration's add), and a dict lookup with one
+    that is not the stored key's object compares the two trees node by node: about 8 us a launch
+    of a three-operation graph on PoCL. Found once per graph object (kept on it; graphs are
+    frozen), then one dictionary read. Only for keys: a graph's error sources stay its own."""
+    found = graph.__dict__.get("_canonical")
+    if found is None:
+        found = _CANONICAL.setdefault(graph, graph)
+        if len(_CANONICAL) > _CANONICAL_MAX:
+            _CANONICAL.pop(next(iter(_CANONICAL.copy())), None)  # (the oldest; threads may pop too)
+        graph.__dict__["_canonical"] = True if found is graph else found  # (no cycle through itself)
+    return graph if found is True else found
+
+
 @functools.cache
 def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
     """Copy-with-conversion: one input, one output (one graph per pair of dtypes: graphs are frozen)."""

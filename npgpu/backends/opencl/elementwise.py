@@ -88,7 +88,7 @@ class Elementwise(Backend):
         inline_errors = bool(graph.error_nodes) and any(a.data is o.data for a in inputs for o in outputs)
         layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0,
                                 vector=vector, inline_errors=inline_errors)
-        kernel = self._build(("ew", graph, layout), lambda: codegen.elementwise(graph, layout, "opencl"))
+        kernel = self._build(("ew", ir.canonical(graph), layout), lambda: codegen.elementwise(graph, layout, "opencl"))
         it = numpy.int64 if big else numpy.int32
         args: list[Any] = []
         for a in arrays:
