@@ -176,6 +176,18 @@ def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = Non
         entry[2] += waited
 
 
+def record_launch(ops: int, avoided: int, seconds: float) -> None:
+    """A fused kernel ran ``ops`` operations, avoiding ``avoided`` bytes of temporaries, in
+    ``seconds`` of CPU: ``record_kernel``'s four statistics, without its keyword dictionary (this
+    runs at every launch)."""
+    with _lock:
+        kernels = _kernels
+        kernels["kernels_launched"] += 1
+        kernels["ops_fused"] += ops
+        kernels["temporary_bytes_avoided"] += avoided
+        kernels["fused_seconds"] += seconds
+
+
 def record_kernel(stat: str, amount: float = 1, **more: float) -> None:
     """Fusion and code-generation statistics: kernels_launched, ops_fused, compile_seconds, ...
     (``more``: further statistics counted under the same lock, as one update)."""

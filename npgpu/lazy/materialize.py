@@ -158,8 +158,7 @@ class _GraphState:
 def _launch_stats(state: _GraphState, nbytes: int, started: float) -> None:
     # each op folded into the kernel avoided writing and re-reading one temporary
     ops = len(state.pendings)
-    _report.record_kernel("kernels_launched", 1, ops_fused=ops, temporary_bytes_avoided=2 * max(ops - 1, 0) * nbytes,
-                          fused_seconds=time.perf_counter() - started)
+    _report.record_launch(ops, 2 * max(ops - 1, 0) * nbytes, time.perf_counter() - started)
     _count_sites(state.pendings)
 
 
