@@ -24,6 +24,7 @@ from ._transfer import (
     upload,
     upload_bytes,
     upload_operand,
+    view_of,
     wrap,
 )
 from .kernels import ir as _ir
@@ -264,10 +265,10 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
     if not result.ndim and not (key is Ellipsis or (type(key) is tuple and Ellipsis in key)):
         return download_scalar(result, backend, _GETITEM)
     root = getattr(result, "base", None)
-    if root is not None:  # (_view_of: NumPy's base is the owner of the memory viewed)
-        base = array._base
-        if native is root or (base is not None and getattr(native, "base", None) is root):
-            return DeviceArray(result, backend, array if base is None else base, array._readonly)
+    if root is not None:
+        view = view_of(result, root, backend, array, False)
+        if view is not None:
+            return view
     return DeviceArray(result, backend)
 
 

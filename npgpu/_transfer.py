@@ -246,15 +246,25 @@ def wrap(result: Any, backend: Any, func: Any, scalars: bool = True, sources: li
 
 
 
+def view_of(result: Any, root: Any, backend: Any, source: DeviceArray, readonly: bool) -> DeviceArray | None:
+    """A device array for native view ``result`` (whose NumPy base is ``root``) of ``source``'s
+    memory: its base is the device array owning that memory, and it is read-only if ``source`` is
+    (or ``readonly``); None where ``result`` views other memory."""
+    native = source._device_data
+    if native is root or (source._base is not None and getattr(native, "base", None) is root):
+        owner = source if source._base is None else source._base
+        return DeviceArray(result, backend, owner, source._readonly or readonly)
+    return None
+
+
 def _view_of(result: Any, backend: Any, sources: list[DeviceArray], func: Any) -> DeviceArray:
     """A device array for native view ``result``: its base is the owner of the memory it views."""
-    root = result.base
+    readonly = func in _ops.READ_ONLY_RESULTS
     for source in sources:
-        native = source._device_data
-        if native is root or (source._base is not None and getattr(native, "base", None) is root):
-            owner = source if source._base is None else source._base
-            return DeviceArray(result, backend, owner, source._readonly or func in _ops.READ_ONLY_RESULTS)
-    return DeviceArray(result, backend, readonly=func in _ops.READ_ONLY_RESULTS)
+        view = view_of(result, result.base, backend, source, readonly)
+        if view is not None:
+            return view
+    return DeviceArray(result, backend, readonly=readonly)
 
 
 def download_scalar(native: Any, backend: Any, func: Any = None) -> numpy.generic:

@@ -276,8 +276,8 @@ _CANONICAL_MAX = 2048
 def canonical(graph: Graph) -> Graph:
     """The object kernel caches key by for every graph equal to ``graph``. Equal graphs are made
     apart (an eager call's, a fused statement's, calibration's add), and a dict lookup with one
-    that is not the stored key's object compares the two trees node by node: about 8 us a launch
-    of a three-operation graph on PoCL. Found once per graph object (kept on it; graphs are
+    that is not the stored key's object compares the two trees node by node: 9.5 us for a
+    two-operation graph (0.36 us through this). Found once per graph object (kept on it; graphs are
     frozen), then one dictionary read. Only for keys: a graph's error sources stay its own."""
     found = graph.__dict__.get("_canonical")
     if found is None:

@@ -47,10 +47,10 @@ def _memory_axes(shape: tuple[int, ...], order: str, like: CLArray | None) -> tu
 
 def aligned_empty(nbytes: int, alignment: int) -> numpy.ndarray:
     """``nbytes`` of host memory starting at a multiple of ``alignment`` bytes (a view of a slightly
-    larger NumPy array). A CPU device uses a buffer's host memory in place only where it is aligned
-    to its CL_DEVICE_MEM_BASE_ADDR_ALIGN; elsewhere it copies it at each use. NumPy's memory is
-    16-byte aligned (a large array's is 16 bytes past a page): on PoCL (128 bytes) a kernel on 1M
-    float64 took 1.73 ms in such memory against 0.78 ms aligned (measured 2026-12-03)."""
+    larger NumPy array): the alignment a CPU device asks of memory it uses in place
+    (CL_DEVICE_MEM_BASE_ADDR_ALIGN: 128 bytes on PoCL). NumPy's memory is 16-byte aligned, a large
+    array's 16 bytes past a page: with PyOpenCL alone, an add on 1M float64 took 645-850 us in such
+    memory against 561-655 us aligned (PoCL, two runs, 2026-12-03)."""
     raw = numpy.empty(nbytes + alignment, numpy.uint8)
     start = -raw.ctypes.data % alignment
     return raw[start:start + nbytes]
