@@ -427,9 +427,10 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                     contiguous = False
                     break
         if contiguous:
-            built = self._kernels.get(graph)
+            key = ir.canonical(graph)  # (equal graphs made apart share one key object: no deep compare)
+            built = self._kernels.get(key)
             if built is None:
-                built = self._kernel(graph, lambda: self._contiguous_kernel(graph))
+                built = self._kernel(key, lambda: self._contiguous_kernel(graph))
             kernel, per_block = built
             # (scalars are NumPy scalars of the graph's scalar dtypes: RawKernel passes them as such)
             kernel(((size + per_block - 1) // per_block,), (self.BLOCK,),
@@ -442,7 +443,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         # one thread per element of the broadcast shape, operands addressed by byte strides.
         full = shape if shape else (1,)
         ndim = len(full)
-        kernel = self._kernel(("strided", graph, ndim), lambda: self._strided_kernel(graph, ndim))
+        kernel = self._kernel(("strided", ir.canonical(graph), ndim), lambda: self._strided_kernel(graph, ndim))
         operands = [cp.broadcast_to(x, shape).reshape(full) if x.shape != full else x for x in inputs]
         target = out.reshape(full) if out.shape != full else out
         arrays = [*operands, target]
@@ -486,7 +487,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             return cp.ReductionKernel(spec, f"{acc} y", f"npg_fused({call})", reduce_expr, post, identity,
                                       "npg_fused_reduce", preamble=preamble, options=self.NVRTC_OPTIONS)
 
-        kernel = self._kernel(("reduce", graph, op, reduce_check), build)
+        kernel = self._kernel(("reduce", ir.canonical(graph), op, reduce_check), build)
         operands = [cp.broadcast_to(x, shape) for x in inputs]
         if reduce_check and errors is not None:
             errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
