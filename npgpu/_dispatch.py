@@ -85,7 +85,9 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if reduced is not NotImplemented:
             return reduced
     if func in _VIEWING and args and type(args[0]) is DeviceArray and "like" not in kwargs:
-        return _VIEWING[func](*args, **kwargs)
+        viewed = _VIEWING[func](*args, **kwargs)
+        if viewed is not NotImplemented:
+            return viewed
     if MOVED[0]:  # arrays residency moved to the host are host data (npgpu/_residency.py)
         hosted, kwargs_hosted = _host_of(args), _host_of(kwargs)
         if func in _ops.IN_MEMORY_CONSTRUCTORS and hosted is not args and "device" not in kwargs:
@@ -522,8 +524,39 @@ def _unstack(x: DeviceArray, *, axis: int = 0) -> tuple[Any, ...]:
     return tuple(moved[i] for i in range(moved.shape[0]))
 
 
-#: NumPy functions whose results view their argument, composed here of npgpu's own calls (views)
-_VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstack: _unstack}
+def _diag(v: DeviceArray, k: int = 0) -> Any:
+    """``numpy.diag`` of a 2-d device array: its diagonal, NumPy's read-only view (a copy showed
+    none of the later writes to ``v``: OpenCL's); other arrays take the general path."""
+    if v.ndim != 2:
+        return NotImplemented
+    return function(numpy.diagonal, (v, k), {})
+
+
+def _sliding_window_view(x: DeviceArray, window_shape: Any, axis: Any = None, *, subok: bool = False,
+                         writeable: bool = False) -> Any:
+    """``sliding_window_view`` of a device array: a view of its memory, as NumPy's (a fallback
+    gave a writable host copy, blind to later writes to ``x``). NumPy's own function lays it out
+    (and raises its errors) on a zero-byte stand-in with ``x``'s layout; the backend makes the
+    strided view. NotImplemented where it can't (the general path falls back, counted)."""
+    backend = x._backend
+    stand_in = numpy.lib.stride_tricks.as_strided(numpy.zeros(1, x.dtype), x.shape, x.strides)
+    layout = numpy.lib.stride_tricks.sliding_window_view(stand_in, window_shape, axis, subok=subok,
+                                                          writeable=writeable)
+    if layout.__array_interface__["data"][0] != stand_in.__array_interface__["data"][0]:
+        return NotImplemented  # (NumPy's windows start at the first element: not expected)
+    native = x._native
+    view = backend.strided_view(native, layout.shape, layout.strides)
+    if view is None:
+        return NotImplemented
+    _report.count(numpy.lib.stride_tricks.sliding_window_view, "device", sys._getframe(1))
+    owner = x if x._base is None else x._base
+    return DeviceArray(view, backend, owner, x._readonly or not layout.flags.writeable)
+
+
+#: NumPy functions whose results view their argument, composed here of npgpu's own calls (views);
+#: NotImplemented from one: the general path takes the call
+_VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstack: _unstack, numpy.diag: _diag,
+                                           numpy.lib.stride_tricks.sliding_window_view: _sliding_window_view}
 _AXES = (int, type(None))
 _REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 #: (function, backend, dtype, keywords given) -> whether the backend reduces such an array itself

@@ -533,3 +533,41 @@ def test_asarray_of_an_array_it_need_not_copy_is_that_array(xp):
             xp.ascontiguousarray(a) is a, xp.asarray(a, dtype=numpy.float64) is a, xp.asarray(r) is r,
             xp.array(a) is a, xp.asarray(a, dtype=numpy.float32) is a, xp.array(a, copy=None, ndmin=2) is a,
             xp.asarray(a[::2]) is a]
+
+
+@differential(on_fallback="raise")
+def test_diag_of_a_matrix_is_a_read_only_view(xp):
+    # OpenCL's diag of a 2-d array was a copy: a later write to the matrix didn't show in it
+    # (and CuPy's view was writable where NumPy's is read-only)
+    a = xp.asarray(numpy.arange(16.0).reshape(4, 4))
+    main, above, below = xp.diag(a), xp.diag(a, 1), xp.diag(a, k=-2)
+    a[1, 1] = -1.0
+    a[0, 1] = -2.0
+    a[3, 1] = -3.0
+    for d in (main, above, below):
+        with pytest.raises(ValueError, match="read-only"):
+            d[0] = 0.0
+    made = xp.diag(xp.asarray(numpy.arange(3.0)), 1)  # (of a 1-d array: a new writable matrix)
+    made[0, 0] = 7.0
+    return main, above, below, main.flags.writeable, made, made.flags.writeable
+
+
+@differential(on_fallback="raise")
+def test_sliding_window_view_views_the_array(xp):
+    # a fallback gave a writable host copy: later writes to the array didn't show in the windows
+    swv = xp.lib.stride_tricks.sliding_window_view
+    a = xp.asarray(numpy.arange(20.0).reshape(4, 5))
+    windows = swv(a, (2, 3))
+    rows = swv(a, 3, axis=1)
+    strided = swv(a[:, ::2], 2, axis=0)
+    writable = swv(a, 2, axis=0, writeable=True)
+    a[1, 2] = -1.0
+    writable[0, 4, 1] = -5.0  # (is a[1, 4])
+    with pytest.raises(ValueError, match="read-only"):
+        windows[0, 0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match="cannot be larger"):
+        swv(a, (5, 5))
+    with pytest.raises(ValueError, match="must have the same length"):
+        swv(a, (2, 2), axis=(0,))
+    sums = (windows * 2.0).sum(axis=(2, 3))
+    return a, windows, rows, strided, sums, windows.flags.writeable, writable.flags.writeable

@@ -141,6 +141,12 @@ class Backend:
         all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""
         return self.call_function(numpy.ndarray.__getitem__, (native, key), {})
 
+    def strided_view(self, native: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        """A view of ``native``'s memory from its first element with ``shape`` and byte ``strides``
+        (the caller has checked every element lies inside ``native``'s own extent:
+        ``sliding_window_view``'s windows), or None where the backend can't make one."""
+        return None
+
     #: whether selections by one boolean mask may gather its true positions, found once
     #: (``mask_positions`` and ``take_positions``: npgpu/_masks.py)
     keeps_mask_positions: bool = False

@@ -425,6 +425,9 @@ class ArrayModuleBackend(Compositions, Backend):
             view = native[(*(key if type(key) is tuple else (key,)), Ellipsis)]
         return view
 
+    def strided_view(self, native: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        return self.xp.lib.stride_tricks.as_strided(native, shape, strides)
+
     keeps_mask_positions = True
 
     def mask_positions(self, mask: Any) -> Any:

@@ -55,6 +55,9 @@ class Indexing(Backend):
     def basic_view(self, native: CLArray, key: Any) -> CLArray:
         return self._view(native, key)
 
+    def strided_view(self, native: CLArray, shape: tuple[int, ...], strides: tuple[int, ...]) -> CLArray:
+        return native.view(tuple(shape), tuple(strides), native.offset)
+
     @implements(numpy.ndarray.__setitem__, kwargs=(), complex_values=True)
     def setitem(self, a: CLArray, key: Any, value: Any) -> None:
         if isinstance(key, CLArray) and key.dtype == numpy.bool_:

@@ -132,9 +132,9 @@ class Shaping(Backend):
     @implements(numpy.diag, kwargs=("k",), complex_values=True)
     def diag(self, v: CLArray, k: int = 0) -> CLArray:
         """NumPy's diag: a 1-d ``v`` on the k-th diagonal of a square of zeros; a 2-d ``v``'s k-th
-        diagonal (a copy: NumPy's read-only view holds the same values)."""
+        diagonal, a view (the dispatcher takes that case as ``diagonal``: NumPy's read-only view)."""
         if v.ndim == 2:
-            return self.copy(self.numpy_view(numpy.diagonal, v, k))
+            return self.numpy_view(numpy.diagonal, v, k)
         if v.ndim != 1:
             raise ValueError("Input must be 1- or 2-d.")
         k = int(k)
