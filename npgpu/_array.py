@@ -17,7 +17,7 @@ import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
 from numpy.lib.stride_tricks import as_strided
 
-from . import _callsite, _config, _masks
+from . import _callsite, _config, _masks, _scalar_reads
 from ._hooks import core as _core
 from .backends import get_backend, unavailable_reason
 
@@ -290,6 +290,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         backend's arrays have none (OpenCL), a host copy's (kDLCPU), as ``copy=None`` allows."""
         if self._backend.dlpack_native:
             _masks.handed_out()  # (the consumer may write this memory)
+            _scalar_reads.handed_out()
             return self._native.__dlpack__(**kwargs)
         if kwargs.get("copy") is False:
             raise BufferError(f"npgpu's {self._backend.name} arrays can't be exported through DLPack without a copy "
@@ -312,6 +313,7 @@ class DeviceArray(NDArrayOperatorsMixin):
             raise AttributeError(f"npgpu's {self._backend.name} arrays are not in CUDA memory: "
                                  "no __cuda_array_interface__")
         _masks.handed_out()  # (the consumer may write this memory)
+        _scalar_reads.handed_out()
         return self._native.__cuda_array_interface__
 
     # -- attributes ---------------------------------------------------------------------------

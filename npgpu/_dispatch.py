@@ -4,6 +4,7 @@ and device-array method) ends here and is sent to the device, to NumPy, or to th
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _masks, _operands, _ops, _placement, _report, _residency, _transfer
+from . import _callsite, _config, _masks, _operands, _ops, _placement, _report, _residency, _scalar_reads, _transfer
 from ._array import _SCALAR_VALUES, MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
@@ -265,7 +266,11 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
     # wrap(result, backend, _GETITEM, not keeps, [array]), inlined (every view of a loop body):
     # (_keeps_dimensions for a basic key, whose items compare with Ellipsis safely: `in`, no generator)
     if not result.ndim and not (key is Ellipsis or (type(key) is tuple and Ellipsis in key)):
-        return download_scalar(result, backend, _GETITEM)
+        if frame is None:
+            return download_scalar(result, backend, _GETITEM)
+        owner = array if array._base is None else array._base  # (the memory's owner: its native's extent)
+        return _scalar_reads.read(result, owner._device_data, backend, (id(frame.f_code), frame.f_lasti),
+                                  functools.partial(download_scalar, backend=backend, func=_GETITEM))
     root = getattr(result, "base", None)
     if root is not None:
         view = view_of(result, root, backend, array, False)

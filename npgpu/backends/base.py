@@ -141,6 +141,10 @@ class Backend:
         all-int key), NumPy's IndexError out of range. The loop bodies' short road for views."""
         return self.call_function(numpy.ndarray.__getitem__, (native, key), {})
 
+    #: whether element reads in a loop may fetch ahead along their step (npgpu/_scalar_reads.py;
+    #: needs ``strided_view`` and ``address``)
+    reads_ahead: bool = False
+
     def strided_view(self, native: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
         """A view of ``native``'s memory from its first element with ``shape`` and byte ``strides``
         (the caller has checked every element lies inside ``native``'s own extent:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _fperr, _hooks, _masks, _ops, _report
+from .. import _config, _fperr, _hooks, _masks, _ops, _report, _scalar_reads
 from .._array import DeviceArray, tracked
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
@@ -375,6 +375,7 @@ def before_write(backend: Any, native: Any, skip: Any = None, known: Known | Non
     device memory calls this first, with or without recorded work: the kept positions of masks in
     that memory are dropped too (npgpu/_masks.py)."""
     _masks.written(backend, native)
+    _scalar_reads.written(backend, native)
     if not _pending:
         return
     if known is None:

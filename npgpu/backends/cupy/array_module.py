@@ -425,6 +425,8 @@ class ArrayModuleBackend(Compositions, Backend):
             view = native[(*(key if type(key) is tuple else (key,)), Ellipsis)]
         return view
 
+    reads_ahead = True
+
     def strided_view(self, native: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
         return self.xp.lib.stride_tricks.as_strided(native, shape, strides)
 
