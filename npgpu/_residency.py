@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _ops, _report, _scalar_reads, _transfer
+from . import _callsite, _config, _ops, _report, _transfer
 from ._array import DeviceArray, ResidentArray, set_class, tracked
 from .lazy import materialize as _lazy
 
@@ -310,8 +310,6 @@ def charge_read(array: Any, key: Any, result: Any) -> None:
             excess = costs.device_excess_s(result.nbytes)
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
-    elif _scalar_reads.served():  # (from a copy read ahead: no round trip, nothing to charge)
-        return
     else:  # an element read back: a round trip
         excess = costs.upload_s - costs.host_call_s
     _charge(root, ledger, excess)

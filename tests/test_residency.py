@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import pickle
 import threading
+import warnings
 
 import numpy
 import pytest
@@ -559,7 +560,9 @@ def _escape_grid(n, steps):
     Y = npgpu.linspace(-1.25, 1.25, n)[Yi]
     C = X + Y * 1j
     counts = npgpu.zeros(C.shape, dtype=numpy.int64)
-    Xi.shape = Yi.shape = C.shape = n * n
+    with warnings.catch_warnings():  # (NumPy 2.5 deprecates setting shape; 2.4 does not)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        Xi.shape = Yi.shape = C.shape = n * n
     Z = npgpu.zeros(C.shape, numpy.complex128)
     for i in range(steps):
         npgpu.multiply(Z, Z, Z)
