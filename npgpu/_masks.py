@@ -32,38 +32,31 @@ is the table's own C ``pop``: no Python code runs in it).
 from __future__ import annotations
 
 import functools
-import threading
 import weakref
 from typing import Any
+
+from ._one_thread import OneThread
 
 #: id of a mask -> [weak reference to it, its native array, its backend, its flat true positions
 #: (None until its second use)]
 _SEEN: dict[int, list[Any]] = {}
 _MAX = 8
 _MAX_ELEMENTS = 1 << 22
-_lock = threading.Lock()
-#: [the thread that keeps positions (None until one does), whether another thread has written]
-_owner: list[Any] = [None, False]
+#: the thread that keeps positions, and whether another thread's write ended the keeping
+_thread = OneThread()
 
 
 def positions(mask: Any, backend: Any) -> Any:
     """``mask``'s kept flat true positions (a native integer array), found now at its second use;
     None where the caller indexes as usual (the mask's first use, a backend that keeps none,
     another thread than the one keeping positions, or keeping ended by another thread's write)."""
-    if not backend.keeps_mask_positions or _owner[1] or mask.size > _MAX_ELEMENTS:
+    if not backend.keeps_mask_positions or mask.size > _MAX_ELEMENTS or not _thread.mine():
         return None
-    me = threading.get_ident()
-    if _owner[0] != me:
-        with _lock:
-            if _owner[0] is None and not _owner[1]:
-                _owner[0] = me
-        if _owner[0] != me:
-            return None
     key = id(mask)
     native = mask._device_data
     entry = _SEEN.get(key)
     if entry is None or entry[0]() is not mask or entry[1] is not native or entry[2] is not backend:
-        with _lock:  # (another thread's write may clear the table, a mask's death pop from it, meanwhile:
+        with _thread.lock:  # (another thread's write may clear the table, a mask's death pop from it, meanwhile:
             # the oldest is found in a copy, one C call)
             if len(_SEEN) >= _MAX:
                 _SEEN.pop(next(iter(_SEEN.copy()), None), None)
@@ -72,8 +65,8 @@ def positions(mask: Any, backend: Any) -> Any:
     found = entry[3]
     if found is None:
         found = backend.mask_positions(native)
-        with _lock:
-            if _owner[1] or _SEEN.get(key) is not entry:  # (another thread's write came meanwhile)
+        with _thread.lock:
+            if _thread.ended or _SEEN.get(key) is not entry:  # (another thread's write came meanwhile)
                 return None
             entry[3] = found
     return found
@@ -102,10 +95,7 @@ def written(backend: Any, native: Any) -> None:
     """Memory of ``native`` on ``backend`` is about to be written: forget masks it may overlap."""
     if not _SEEN:
         return
-    if _owner[0] != threading.get_ident():
-        with _lock:
-            _owner[1] = True
-            _SEEN.clear()
+    if _thread.others_write(_SEEN):
         return
     for key, entry in list(_SEEN.items()):
         if entry[2] is backend and backend.shares_memory(entry[1], native):
@@ -119,9 +109,7 @@ def handed_out() -> None:
 
 def reset() -> None:
     """Forget every mask and which thread keeps positions (for tests)."""
-    with _lock:
-        _SEEN.clear()
-        _owner[:] = [None, False]
+    _thread.reset(_SEEN)
 
 
 def kept() -> int:

@@ -38,10 +38,10 @@ Counted in the report's kernel statistics: ``scalar_read_aheads`` (downloads of 
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from . import _fperr, _report
+from ._one_thread import OneThread
 
 #: elements fetched ahead at a line's first fetch, and at most (doubling per fetch)
 _FIRST = 32
@@ -54,9 +54,8 @@ _WASTED = 2
 
 #: (code id, bytecode offset) of the reading line -> _Line
 _LINES: dict[tuple[int, int], _Line] = {}
-_lock = threading.Lock()
-#: [the thread that reads ahead (None until one does), whether another thread has written]
-_owner: list[Any] = [None, False]
+#: the thread that reads ahead, and whether another thread's write ended the reading ahead
+_thread = OneThread()
 
 
 class _Line:
@@ -81,20 +80,13 @@ def read(view: Any, root: Any, backend: Any, site: tuple[int, int], download: An
     """The NumPy scalar 0-d native ``view`` holds, a view of ``root`` (the memory owner's native),
     read by the line ``site``: from the copy read ahead where it holds the address, else
     ``download(view)`` (one round trip) or a read ahead along the line's step."""
-    if _owner[1] or not backend.reads_ahead:
+    if not backend.reads_ahead or not _thread.mine():
         return download(view)
-    me = threading.get_ident()
-    if _owner[0] != me:
-        with _lock:
-            if _owner[0] is None and not _owner[1]:
-                _owner[0] = me
-        if _owner[0] != me:
-            return download(view)
     address = backend.address(view)
     line = _LINES.get(site)
     if line is None or line.root is not root or line.backend is not backend or line.dtype != view.dtype:
         line = _Line(backend, root, view.dtype)
-        with _lock:
+        with _thread.lock:
             if len(_LINES) >= _MAX:
                 _LINES.pop(next(iter(_LINES.copy()), None), None)
             _LINES[site] = line
@@ -122,8 +114,8 @@ def read(view: Any, root: Any, backend: Any, site: tuple[int, int], download: An
     if ahead is None:
         return download(view)
     values = download(ahead)
-    with _lock:
-        if _owner[1] or _LINES.get(site) is not line:  # (another thread's write came meanwhile)
+    with _thread.lock:
+        if _thread.ended or _LINES.get(site) is not line:  # (another thread's write came meanwhile)
             return values[0]
         line.values, line.start, line.used = values, address, 0
     line.fetch = min(2 * line.fetch, _MOST)
@@ -154,10 +146,7 @@ def written(backend: Any, native: Any) -> None:
     """Memory of ``native`` on ``backend`` is about to be written: drop the copies it may touch."""
     if not _LINES:
         return
-    if _owner[0] != threading.get_ident():
-        with _lock:
-            _owner[1] = True
-            _LINES.clear()
+    if _thread.others_write(_LINES):
         return
     for line in list(_LINES.values()):
         if line.values is not None and line.backend is backend and backend.shares_memory(line.root, native):
@@ -172,6 +161,4 @@ def handed_out() -> None:
 
 def reset() -> None:
     """Forget every line and which thread reads ahead (for tests)."""
-    with _lock:
-        _LINES.clear()
-        _owner[:] = [None, False]
+    _thread.reset(_LINES)
