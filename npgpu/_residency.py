@@ -28,7 +28,10 @@ several arrays: adi's four, lu's one). Once the window holds WINDOW_EVENTS charg
 MIN_WINDOW_S of wall time, it is judged: when the device's estimated excess is at least SHARE of
 the wall time the window took, element and row work on tracked arrays is most of what the program
 does (the estimate counts only the device's measured launches and round trips; npgpu's own CPU
-time per device operation comes on top), and NumPy would do it in a fraction of the time. Every
+time per device operation comes on top), and NumPy would do it in a fraction of the time. So
+is it when the excess is at least FLOOR of the wall time and NumPy's estimated time for the work
+the window charged (its views, reads, writes and kernels) is at most NUMPY_SHARE of it: what the
+estimate leaves out (npgpu's CPU per operation, transfers and waits) took the rest. Every
 array whose own excess is at least MOVER of that wall time (or whose excess since it was made is
 at least SHARE of it: a loop's phases work on some arrays, then on others) then moves to the host, with every live
 view of it (``migrate``), and its origin is learned: arrays made there later, while this
@@ -73,13 +76,23 @@ MIN_WINDOW_S = 0.01
 #: only; npgpu's own CPU time per device operation comes on top (10-60 us on the H200's host, GPU
 #: run 14), so at a fifth the element and row work is most of the window's time
 SHARE = 0.2
+#: a window whose estimated excess reaches only FLOOR of its wall time still moves arrays where NumPy
+#: would have taken at most NUMPY_SHARE of that wall time for the work the window charged (views,
+#: reads, writes and kernels, at NumPy's measured rate): then the device path's time went to what
+#: the estimate leaves out (npgpu's own CPU per operation, transfers slower than the link's rate,
+#: waits). On the H200 resnet's pixel loop and cavity_flow's one device array among host arrays
+#: ran 3x slower than NumPy with estimated excesses of 0.08-0.17 of their windows (device run 2 of
+#: the sixteenth session), NumPy's share being 0.08-0.12
+FLOOR = 0.05
+NUMPY_SHARE = 1 / 3
 #: the share of the window's wall time one array's own excess must reach for that array to move
 MOVER = 0.02
 #: how many times its own move an array's excess must have cost before it moves (go_fast's 3.2 GB
 #: matrix, read 20 000 times element by element, is worth keeping on the device for its last add)
 AMORTIZED = 2.0
-#: the last judged windows: (wall seconds, estimated excess seconds, charges, arrays moved)
-history: collections.deque[tuple[float, float, int, int]] = collections.deque(maxlen=64)
+#: the last judged windows: (wall seconds, estimated excess seconds, charges, arrays moved, NumPy's
+#: estimated seconds for the charged work)
+history: collections.deque[tuple[float, float, int, int, float]] = collections.deque(maxlen=64)
 
 _lock = threading.RLock()
 _DEVICE_ARRAY = DeviceArray
@@ -305,14 +318,16 @@ def charge_read(array: Any, key: Any, result: Any) -> None:
             # mask of 170 000 that selects 1% takes 50 us, longer than copying what it selects:
             # mandelbrot2's late steps), and the device counts its elements first, the host
             # reading the count back
-            excess = costs.device_excess_s(result.nbytes + key.nbytes) + costs.upload_s
+            nbytes = result.nbytes + key.nbytes
+            excess = costs.device_excess_s(nbytes) + costs.upload_s
         else:
-            excess = costs.device_excess_s(result.nbytes)
+            nbytes = result.nbytes
+            excess = costs.device_excess_s(nbytes)
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
+        _charge(root, ledger, excess, costs.host_call_s + costs.host_op_s(nbytes))
     else:  # an element read back: a round trip
-        excess = costs.upload_s - costs.host_call_s
-    _charge(root, ledger, excess)
+        _charge(root, ledger, costs.upload_s - costs.host_call_s, costs.host_call_s)
 
 
 def _inherit(copy: Any, ledger: Ledger) -> None:
@@ -339,7 +354,7 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
             # into ``corr``): were the written array NumPy's, this write would download the value
             # and wait for the work computing it. Moving the array saves nothing: not charged
             # (its source's charges decide whether that moves; once it has, its values are host data)
-            _charge(root, ledger, 0.0)
+            _charge(root, ledger, 0.0, costs.host_call_s + costs.host_op_s(nbytes))
             return
     elif _holds_device_arrays(key):
         return  # (the stand-in would download the index to size the write: not charged)
@@ -349,7 +364,7 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
     # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
-    _charge(root, ledger, costs.device_excess_s(nbytes))
+    _charge(root, ledger, costs.device_excess_s(nbytes), costs.host_call_s + costs.host_op_s(nbytes))
 
 
 def _holds_device_arrays(key: Any) -> bool:
@@ -364,6 +379,12 @@ class _Window:
     opened = time.perf_counter()
     excess = 0.0
     events = 0
+    numpy_s = 0.0  # (NumPy's estimated time for the work charged: views, reads, writes, kernels)
+
+    @classmethod
+    def clear(cls) -> None:
+        """Close the window: the next charge opens one."""
+        cls.excess, cls.events, cls.numpy_s = 0.0, 0, 0.0
 
 
 def charge_moves(devices: list[Any], nbytes: int) -> None:
@@ -411,7 +432,9 @@ def charge_kernel(backend: Any, ops: int, nbytes: int) -> None:
     costs = backend.costs
     window = _Window
     if costs is not None and window.events:
-        window.excess += costs.device_op_s(nbytes) - ops * (costs.host_call_s + costs.host_op_s(nbytes))
+        numpy_s = ops * (costs.host_call_s + costs.host_op_s(nbytes))
+        window.excess += costs.device_op_s(nbytes) - numpy_s
+        window.numpy_s += numpy_s
 
 
 def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
@@ -440,12 +463,16 @@ def _add(ledger: Ledger | None, excess: float) -> None:
     window = _Window
     if not window.events and not window.excess:
         window.opened = time.perf_counter()
+        window.numpy_s = 0.0
     window.excess += excess
 
 
-def _charge(root: Any, ledger: Ledger, excess: float) -> None:
+def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
+    """Charge ``ledger`` ``excess`` for work NumPy would do in ``numpy_s``; judge the window once it
+    holds WINDOW_EVENTS charges and MIN_WINDOW_S of wall time."""
     _add(ledger, excess)
     window = _Window
+    window.numpy_s += numpy_s
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return
@@ -460,15 +487,15 @@ def _charge(root: Any, ledger: Ledger, excess: float) -> None:
         # array's death removes its own from any thread; iterating the dict itself raised
         # "dictionary changed size during iteration" in one of eight threads doing fused work)
         ledgers = tracked.copy().values()
-        if window.excess >= SHARE * took:
+        if window.excess >= SHARE * took or (window.excess >= FLOOR * took and window.numpy_s <= NUMPY_SHARE * took):
             # (and arrays that had their turn earlier: adi's phases work on two arrays, then on two others)
             moving = [ledger for ledger in ledgers
                       if (ledger.excess >= MOVER * took or ledger.total >= SHARE * took)
                       and ledger.total >= AMORTIZED * ledger.move_s]
         for each in ledgers:
             each.excess = 0.0
-        history.append((took, window.excess, window.events, len(moving)))
-        window.excess, window.events = 0.0, 0  # (the next charge opens the next window)
+        history.append((took, window.excess, window.events, len(moving), window.numpy_s))
+        window.clear()  # (the next charge opens the next window)
     for each in moving:
         array = each.ref()
         if array is not None:

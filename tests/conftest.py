@@ -45,7 +45,7 @@ def _fresh_residency_window() -> None:
     """Each test starts with residency's window empty: charges left by the tests before it (their
     arrays indexed under measured costs) would otherwise be judged inside it, and move its arrays
     (a loop of 9 column statements on CuPy lost two of its kernels so, after other tests)."""
-    _residency._Window.excess, _residency._Window.events = 0.0, 0
+    _residency._Window.clear()
 
 
 @pytest.fixture(params=BACKEND_PARAMS)
