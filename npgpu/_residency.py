@@ -327,20 +327,19 @@ def charge_read(array: Any, key: Any, result: Any) -> None:
             _charge(root, ledger, ledger.fixed_s + nbytes * ledger.per_byte_s,
                     ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
             return
-        costs = ledger.costs
+        nbytes = result.nbytes
+        excess = 0.0
         if type(key) is _DEVICE_ARRAY and key.dtype.kind == "b":
             # A device mask: both read it whole as they copy what it selects (NumPy's pass over a
             # mask of 170 000 that selects 1% takes 50 us, longer than copying what it selects:
             # mandelbrot2's late steps), and the device counts its elements first, the host
             # reading the count back
-            nbytes = result.nbytes + key.nbytes
-            excess = costs.device_excess_s(nbytes) + costs.upload_s
-        else:
-            nbytes = result.nbytes
-            excess = costs.device_excess_s(nbytes)
+            nbytes += key.nbytes
+            excess = ledger.costs.upload_s
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
-        _charge(root, ledger, excess, costs.host_call_s + costs.host_op_s(nbytes))
+        _charge(root, ledger, excess + ledger.fixed_s + nbytes * ledger.per_byte_s,
+                ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
     else:  # an element read back: a round trip
         costs = ledger.costs
         _charge(root, ledger, costs.upload_s - costs.host_call_s, costs.host_call_s)
@@ -362,7 +361,6 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
     if found is None:
         return
     root, ledger = found
-    costs = ledger.costs
     if type(value) is _DEVICE_ARRAY:
         nbytes = value.nbytes
         if _root(value) is not root and not any(_root(r) is root for r, _ in _ledgers_read_by([value])):
@@ -370,7 +368,7 @@ def charge_write(array: Any, key: Any, value: Any) -> None:
             # into ``corr``): were the written array NumPy's, this write would download the value
             # and wait for the work computing it. Moving the array saves nothing: not charged
             # (its source's charges decide whether that moves; once it has, its values are host data)
-            _charge(root, ledger, 0.0, costs.host_call_s + costs.host_op_s(nbytes))
+            _charge(root, ledger, 0.0, ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
             return
     elif _holds_device_arrays(key):
         return  # (the stand-in would download the index to size the write: not charged)
@@ -471,7 +469,7 @@ def _ledgers_read_by(devices: list[Any]) -> list[tuple[Any, Ledger]]:
     return list(found.values())
 
 
-def _add(ledger: Ledger | None, excess: float) -> None:
+def _add(ledger: Ledger | None, excess: float, numpy_s: float = 0.0) -> None:
     """Add ``excess`` to ``ledger`` (if any) and the window, which opens at its first charge or
     added cost: not at import, nor across a pause."""
     if ledger is not None:
@@ -482,19 +480,14 @@ def _add(ledger: Ledger | None, excess: float) -> None:
         window.opened = time.perf_counter()
         window.numpy_s = 0.0
     window.excess += excess
+    window.numpy_s += numpy_s
 
 
 def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
     """Charge ``ledger`` ``excess`` for work NumPy would do in ``numpy_s``; judge the window once it
     holds WINDOW_EVENTS charges and MIN_WINDOW_S of wall time."""
-    ledger.excess += excess  # (_add, inlined: every index of a loop body charges)
-    ledger.total += excess
+    _add(ledger, excess, numpy_s)
     window = _Window
-    if not window.events and not window.excess:
-        window.opened = time.perf_counter()
-        window.numpy_s = 0.0
-    window.excess += excess
-    window.numpy_s += numpy_s
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return
