@@ -85,6 +85,15 @@ def test_the_model_places_runs_longer_than_numpys_buffer(shape):
     numpy.testing.assert_array_equal(_emulated(a, axes, plan), numpy.add.reduce(a, axis=axes))
 
 
+@pytest.mark.parametrize(("shape", "strides"),
+                         [((0, 2), (4, 4)), ((2, 0), (4, 8)), ((0,), (8,)), ((3, 0, 5), (8, 40, 8))])
+def test_an_empty_reduction_has_an_order(shape, strides):
+    """Nothing is added where an extent is 0 (hypothesis found the sum of a transposed (2, 0)
+    float32 array dividing by a zero block on OpenCL)."""
+    plan = order.sum_order(shape, strides, tuple(range(len(shape))), 4)
+    assert plan is not None and plan.chunk == 1
+
+
 def test_the_pairwise_parameters_are_numpys():
     """order.pairwise_split and pairwise_shape replayed in Python give NumPy's 1-d sums."""
 
@@ -161,6 +170,19 @@ def test_opencl_sums_are_numpys_bits(opencl, dtype):
                 numpy.testing.assert_array_equal(got, function(h, axis=ax),
                                                  err_msg=f"{function.__name__} {shape} {view} axis={ax}")
     assert npgpu.report().as_dict()["totals"]["fallback"] == 0
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (0,), (3, 0, 2)])
+def test_opencl_sums_of_empty_arrays_are_numpys(opencl, shape):
+    host = numpy.zeros(shape, numpy.float32)
+    device = npgpu.asarray(host)
+    for view in (lambda x: x, lambda x: x.T):
+        for axis in (None, 0, -1):
+            for function in (numpy.sum, numpy.prod, numpy.nansum):
+                expected = function(view(host), axis=axis)
+                got = function(view(device), axis=axis)
+                assert numpy.asarray(got).shape == numpy.shape(expected)
+                numpy.testing.assert_array_equal(npgpu.asnumpy(got), expected, strict=True)
 
 
 def test_opencl_fused_sums_and_variances_are_numpys_bits(opencl):

@@ -57,6 +57,8 @@ def sum_order(shape: tuple[int, ...], strides: tuple[int, ...], axes: tuple[int,
     order = sorted_axes(shape, strides)
     outer_first = tuple(d for d in reversed(order) if d in reduced)
     total = math.prod(shape[d] for d in outer_first)
+    if 0 in shape:  # (nothing is added: each result is the identity, or there is none)
+        return SumOrder(outer_first, 1)
     if not order or order[0] not in reduced:
         return SumOrder(outer_first, 1)
     run = [order[0]]  # the innermost axes that merge into one strided run
