@@ -406,3 +406,46 @@ def test_equal_graphs_share_one_kernel_key_and_keep_their_own_error_sources(cl):
         cl.run_elementwise(g, [d, d], [out], [])
         numpy.testing.assert_array_equal(cl.to_host(out), (numpy.arange(5.0) * 2) * numpy.arange(5.0))
     assert cl.kernels_built - built <= 1
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_strided_kernel_with_packed_geometry(cl, packed):
+    """Layout.packed (what the CUDA launcher uses, to pass one argument instead of the offsets,
+    n, extents and strides one by one) computes what the unpacked kernel computes: built here with
+    PyOpenCL, its struct given as a NumPy structured scalar, on views with offsets, negative and
+    zero (broadcast) strides, against NumPy."""
+    import pyopencl as pcl
+
+    f8 = numpy.dtype(numpy.float64)
+    b = ir.GraphBuilder()
+    x, y, s = b.input(f8), b.input(f8), b.scalar(f8)
+    (d,) = b.apply(numpy.subtract, (f8,) * 3, x, y)
+    (v,) = b.apply(numpy.multiply, (f8,) * 3, d, s)
+    g = b.build([v])
+    source = codegen.elementwise(g, codegen.Layout(2, False, packed=packed), "opencl", name="npg_packed")
+    assert ("npg_geom_t" in source.source) is packed
+    program = pcl.Program(cl.context, source.source).build()
+    base = numpy.arange(11 * 13, dtype=f8).reshape(11, 13) ** 1.5
+    row = numpy.linspace(-1, 1, 10)
+    xs = base[1:-1, 12:2:-1]  # (an offset, a negative stride)
+    ys = numpy.broadcast_to(row, (9, 10))  # (a zero stride)
+    out = numpy.zeros((13, 12))
+    target = out[2:11, 1:11]
+    buffers = [pcl.Buffer(cl.context, pcl.mem_flags.READ_WRITE | pcl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+               for a in (base, row, out)]
+    views = [(buffers[0], xs, base), (buffers[1], ys, row), (buffers[2], target, out)]
+    offsets = [numpy.int64(v.__array_interface__["data"][0] - o.__array_interface__["data"][0]) for _, v, o in views]
+    integers = [*offsets, 9 * 10, 9, 10, *(st for _, v, _ in views for st in v.strides)]
+    if packed:
+        args = [buffers[0], buffers[1], buffers[2], numpy.float64(0.5), codegen.pack_geometry(integers)]
+    else:
+        args = [buffers[0], offsets[0], buffers[1], offsets[1], buffers[2], offsets[2], numpy.float64(0.5),
+                *(numpy.int64(i) for i in integers[3:])]
+    kernel = program.npg_packed
+    kernel.set_args(*args)
+    pcl.enqueue_nd_range_kernel(cl.queue, kernel, (128,), None)
+    got = numpy.empty_like(out)
+    pcl.enqueue_copy(cl.queue, got, buffers[2])
+    expected = numpy.zeros_like(out)
+    expected[2:11, 1:11] = (xs - ys) * 0.5
+    numpy.testing.assert_array_equal(got, expected)

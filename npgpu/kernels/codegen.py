@@ -6,7 +6,7 @@ Source text comes only from the ufunc table and this module, never from user inp
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy
@@ -48,6 +48,10 @@ class Layout:
     OpenCL vector types (then the chunk's remainder one by one); see ``vector_width``.
     inline_errors: a chunked kernel whose output may overwrite an input checks floating-point
     errors element by element (others check a chunk again where its finiteness test failed).
+    packed: the operands' offsets, n, the extents and the strides come in one argument, a struct
+    of 64-bit integers (``packed_geometry``), after the scalars: a launcher that converts each
+    argument in Python (CuPy) pays per argument, and a strided launch of five 2-d operands has
+    twenty-six such integers.
     """
 
     ndim: int
@@ -57,6 +61,7 @@ class Layout:
     chunked: bool = False
     vector: int = 0
     inline_errors: bool = False
+    packed: bool = False
 
 
 @dataclass(frozen=True)
@@ -410,25 +415,37 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
         operands.append((f"out{k}", dt, True))
     if layout.where:
         operands.append(("mask", numpy.dtype(bool), False))
+    packed: list[str] = []  # (layout.packed: the integers' names, in the struct's order)
     for pname, dt, is_out in operands:
-        sig.array(pname, f"{pname}_off", dt, typed=contiguous, const=not is_out)
+        if layout.packed:
+            sig.pointer(pname, _table.storage_ctype(dt) if contiguous else None, not is_out)
+            sig.args.append(("array", numpy.dtype(dt)))
+            packed.append(f"{pname}_off")
+        else:
+            sig.array(pname, f"{pname}_off", dt, typed=contiguous, const=not is_out)
     scalar_names = [f"s{j}" for j in range(len(graph.scalars))]
     for sname, dt in zip(scalar_names, graph.scalars, strict=True):
         sig.scalar(sname, dt)
-    sig.index("n")
-    if layout.chunked:
-        sig.index("chunk")
+    indices = ["n", *(["chunk"] if layout.chunked else [])]
     nd = layout.ndim
     if not contiguous:
-        for d in range(nd):
-            sig.index(f"dim{d}")
-        for pname, _, _ in operands:
-            for d in range(nd):
-                sig.index(f"{pname}_st{d}")
+        indices += [f"dim{d}" for d in range(nd)]
+        indices += [f"{pname}_st{d}" for pname, _, _ in operands for d in range(nd)]
+    if layout.packed:
+        packed += indices
+        sig.params.append("const npg_geom_t npg_geom")
+        sig.args.append(("geometry", None))
+    else:
+        for index_name in indices:
+            sig.index(index_name)
     _error_parameters(sig, graph)
 
     if layout.vector:
+        if layout.packed:
+            raise ValueError("a vector layout takes its integers one by one")
         return _vector_elementwise(graph, layout, sig, scalar_names, name)
+    # (packed: the struct's integers as the locals the unpacked kernel has as parameters)
+    unpack = [f"const {idx} {v} = ({idx})npg_geom.v[{k}];" for k, v in enumerate(packed)]
     index: list[str] = []  # (strided: the element's coordinates)
     addr: dict[str, str] = {}
     if contiguous:
@@ -471,9 +488,18 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
             body += [loop, *("  " + b for b in element(stores + checks.inline())), "}"]
     dts = graph.dtypes()
     fp64 = _needs_fp64(dts)
-    src = (_preamble(dialect, fp64, _has_complex(dts), _has_half(dts)) + list(helpers.values())
+    body = unpack + body
+    geometry = [f"typedef struct {{ {_idx(True, dialect)} v[{len(packed)}]; }} npg_geom_t;"] if packed else []
+    src = (_preamble(dialect, fp64, _has_complex(dts), _has_half(dts)) + list(helpers.values()) + geometry
            + [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"])
     return KernelSource("\n".join(src) + "\n", name, dialect, tuple(sig.args), fp64)
+
+
+def pack_geometry(integers: Sequence[int]) -> numpy.void:
+    """A ``Layout.packed`` kernel's struct argument holding ``integers``, in the struct's order: a
+    NumPy structured scalar, which CuPy and PyOpenCL pass by value as the struct's bytes."""
+    values = numpy.array(integers, numpy.int64)
+    return values.view(numpy.dtype([("v", numpy.int64, (len(values),))]))[0]
 
 
 def _vector_elementwise(graph: Graph, layout: Layout, sig: _Sig, scalar_names: list[str], name: str) -> KernelSource:

@@ -52,6 +52,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         super().__init__()
         self._stager: _PinnedStager | None = None
         self._kernels: dict[Any, Any] = {}
+        #: (extents, each operand's strides) -> the strided kernel's packed geometry argument
+        self._geometries: dict[tuple[Any, ...], Any] = {}
         # (an index outside its axis raises the one flag every index array of a key shares)
         self._outside_kernel = cupy.ElementwiseKernel(
             "T x, int64 n", "raw int32 flag", "if ((long long)x >= n || (long long)x < -n) flag[0] = 1;",
@@ -447,15 +449,19 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         operands = [cp.broadcast_to(x, shape).reshape(full) if x.shape != full else x for x in inputs]
         target = out.reshape(full) if out.shape != full else out
         arrays = [*operands, target]
-        args: list[Any] = []
-        for x in arrays:
-            args += [x, numpy.int64(0)]  # (the pointer is the view's first element: offset 0)
-        args += [*scalars, numpy.int64(size), *(numpy.int64(d) for d in full)]
-        for x in arrays:
-            args += [numpy.int64(st) for st in x.strides]
-        args += self._error_arguments(graph, errors)
+        # The offsets, n, extents and strides as one struct (codegen's Layout.packed): CuPy converts
+        # each argument of a launch, and a stencil statement repeats its geometry every iteration.
+        key = (full, *(x.strides for x in arrays))
+        geometry = self._geometries.get(key)
+        if geometry is None:
+            if len(self._geometries) >= _GEOMETRIES_MAX:
+                self._geometries.clear()
+            # (each pointer is its view's first element: offsets 0)
+            geometry = self._geometries[key] = codegen.pack_geometry(
+                [0] * len(arrays) + [size, *full] + [st for x in arrays for st in x.strides])
         block = 256
-        kernel(((size + block - 1) // block,), (block,), tuple(args))
+        kernel(((size + block - 1) // block,), (block,),
+               (*arrays, *scalars, geometry, *self._error_arguments(graph, errors)))
         return out
 
 
@@ -530,6 +536,8 @@ _CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
 #: bytes of a whole-array fused reduction's map from which it runs as an elementwise kernel and
 #: CuPy's own reduction (CupyBackend.reduce_fused), up to the temporary's largest size
 _SPLIT_REDUCE, _SPLIT_REDUCE_MAX = 1 << 16, 1 << 30
+#: Packed geometries a CuPy backend keeps (a loop's statements repeat a few; cleared when full)
+_GEOMETRIES_MAX = 1024
 #: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
 #: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
 _ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)

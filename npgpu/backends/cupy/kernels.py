@@ -231,7 +231,7 @@ class Kernels:
         return kernel
 
     def _strided_kernel(self, graph: Any, ndim: int) -> Any:
-        source = codegen.elementwise(graph, codegen.Layout(ndim, False), "cuda", name="npg_fused_strided")
+        source = codegen.elementwise(graph, codegen.Layout(ndim, False, packed=True), "cuda", name="npg_fused_strided")
         return self._compile(source.source, source.name)
 
     def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
