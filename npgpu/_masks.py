@@ -4,9 +4,9 @@ found once.
 ``a[mask]`` has as many elements as the mask has true ones, so a device must count them before it
 can make the result: CuPy scans the mask and reads the count back, waiting for the device, at every
 selection. Programs select several arrays by one mask (mandelbrot2: ``Xi[I]``, ``Yi[I]``, ``Z[I]``
-and ``C[I]``, nine selections a step by two masks). From a mask's second selection its flat true
-positions are kept (one scan and one read back), and every later selection by it gathers them: the
-result's size is known, so nothing waits. A write by such a mask (mandelbrot1's
+and ``C[I]``, nine selections a step by two masks). At a mask's first selection its flat true
+positions are found and kept (one scan and one read back), and every selection by it gathers them:
+the result's size is known, so nothing waits after the first. A write by such a mask (mandelbrot1's
 ``Z[I] = Z[I]**2 + C[I]``) scatters into the positions.
 
 Kept positions stay right while the mask's memory keeps its values:
@@ -38,7 +38,7 @@ from typing import Any
 from ._one_thread import OneThread
 
 #: id of a mask -> [weak reference to it, its native array, its backend, its flat true positions
-#: (None until its second use)]
+#: (None until found)]
 _SEEN: dict[int, list[Any]] = {}
 _MAX = 8
 _MAX_ELEMENTS = 1 << 22
@@ -47,9 +47,11 @@ _thread = OneThread()
 
 
 def positions(mask: Any, backend: Any) -> Any:
-    """``mask``'s kept flat true positions (a native integer array), found now at its second use;
-    None where the caller indexes as usual (the mask's first use, a backend that keeps none,
-    another thread than the one keeping positions, or keeping ended by another thread's write)."""
+    """``mask``'s kept flat true positions (a native integer array), found at its first use; None
+    where the caller indexes as usual (a backend that keeps none, a mask past ``_MAX_ELEMENTS``,
+    another thread than the one keeping positions, or keeping ended by another thread's write).
+    (Found at the first use, not the second: a selection by a new mask waits for its count either
+    way, and CuPy's own masked selection then waited once more at the mask's second use.)"""
     if not backend.keeps_mask_positions or mask.size > _MAX_ELEMENTS or not _thread.mine():
         return None
     key = id(mask)
@@ -60,8 +62,7 @@ def positions(mask: Any, backend: Any) -> Any:
             # the oldest is found in a copy, one C call)
             if len(_SEEN) >= _MAX:
                 _SEEN.pop(next(iter(_SEEN.copy()), None), None)
-            _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
-        return None
+            entry = _SEEN[key] = [weakref.ref(mask, functools.partial(_SEEN.pop, key)), native, backend, None]
     found = entry[3]
     if found is None:
         found = backend.mask_positions(native)

@@ -247,3 +247,23 @@ def test_writes_by_a_kept_mask_are_numpys(xp):
     own[own], own[own]  # noqa: B018
     own[own] = False  # (the mask written by itself)
     return out, z, ints, strided, own, z[mask], own.sum()
+
+
+def test_a_masks_first_selection_keeps_its_positions(monkeypatch):
+    """The first selection by a mask finds its positions (a count the device waits for either way);
+    every later one gathers them, counting nothing again."""
+    from npgpu.backends import get_backend
+
+    backend = get_backend("emulated")
+    found = []
+    original = backend.mask_positions
+    monkeypatch.setattr(backend, "mask_positions", lambda mask: found.append(1) or original(mask))
+    with npgpu.enable("emulated", threshold=0):
+        values = npgpu.asarray(numpy.arange(10.0))
+        rows = npgpu.asarray(numpy.arange(30.0).reshape(10, 3))
+        mask = values > 4
+        numpy.testing.assert_array_equal(npgpu.asnumpy(values[mask]), numpy.arange(5.0, 10.0))
+        assert _masks.kept() == 1 and len(found) == 1
+        numpy.testing.assert_array_equal(npgpu.asnumpy(rows[mask]), numpy.arange(30.0).reshape(10, 3)[5:])
+        numpy.testing.assert_array_equal(npgpu.asnumpy(values[mask]), numpy.arange(5.0, 10.0))
+        assert len(found) == 1
