@@ -190,7 +190,7 @@ tracked: dict[int, Any] = {}
 class DeviceArray(NDArrayOperatorsMixin):
     """An array on a device (CuPy, OpenCL, ...) that behaves like ``numpy.ndarray``."""
 
-    __slots__ = ("_device_data", "_pending", "_backend", "_base", "_readonly", "__weakref__")
+    __slots__ = ("_device_data", "_pending", "_backend", "_base", "_readonly", "_views", "__weakref__")
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
 
@@ -200,6 +200,9 @@ class DeviceArray(NDArrayOperatorsMixin):
         self._backend = backend
         self._base = base  # the device array whose memory this one views (NumPy's ``base``), or None
         self._readonly = readonly  # writes raise NumPy's ValueError
+        # (native, {basic key: the backend's view of it}): views a loop body makes again and again
+        # (``_dispatch.basic_getitem``), kept while the array holds that native
+        self._views: tuple[Any, dict[Any, Any]] | None = None
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105
@@ -217,6 +220,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         array._backend = backend
         array._base = None
         array._readonly = False
+        array._views = None
         return array
 
     @property
@@ -235,6 +239,7 @@ class DeviceArray(NDArrayOperatorsMixin):
             _core.before_write(self._backend, old)
         self._device_data = native
         self._pending = None
+        self._views = None  # (they view the old native: nothing keeps it alive)
 
     # -- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: numpy.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:

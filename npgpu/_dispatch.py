@@ -261,7 +261,7 @@ def basic_getitem(array: DeviceArray, key: Any, frame: Any) -> Any:
         ok = _INDEXES[(backend, dtype)] = backend.supports_function(_GETITEM, (dtype,), (native, 0), {})
     if not ok:
         return NotImplemented
-    result = backend.basic_view(native, key)
+    result = _view(array, native, key, backend)
     _report.count(_GETITEM, "device", frame)
     # wrap(result, backend, _GETITEM, not keeps, [array]), inlined (every view of a loop body):
     # (_keeps_dimensions for a basic key, whose items compare with Ellipsis safely: `in`, no generator)
@@ -310,6 +310,40 @@ def _mask_getitem(array: DeviceArray, mask: DeviceArray, backend: Any, frame: An
     return wrap(result, backend, _GETITEM, True, [array])
 
 
+#: Views an array keeps (``_view``); past this many, it forgets them all (``a[i]`` over every row)
+_VIEWS_MAX = 16
+#: Slices are hashable from Python 3.12; before, a key's slices are spelled as tuples for the dict
+_HASHABLE_SLICES = sys.version_info >= (3, 12)
+
+
+def _view(array: DeviceArray, native: Any, key: Any, backend: Any) -> Any:
+    """``backend.basic_view(native, key)`` for a basic ``key`` of ``array`` (whose native is
+    ``native``), kept on the array: a loop body makes the same views every iteration (fdtd_2d's
+    ``hz[:-1, :-1]``), and a CuPy view cost 4-6 us of the H200's CPU each. A native is never
+    changed in place (setting an array's shape gives it a new one), so a kept view stays what
+    ``native[key]`` gives while the array holds that native; it forgets them when it takes another."""
+    spelled = key if _HASHABLE_SLICES else _spelled(key)
+    views = array._views
+    if views is None or views[0] is not native:
+        views = array._views = (native, {})
+    kept = views[1]
+    found = kept.get(spelled)
+    if found is None:
+        found = backend.basic_view(native, key)
+        if len(kept) >= _VIEWS_MAX:
+            kept.clear()
+        kept[spelled] = found
+    return found
+
+
+def _spelled(key: Any) -> Any:
+    """A basic key with its slices spelled as tuples led by ``slice`` (no basic key holds that
+    type): hashable before Python 3.12, and equal only where the keys are."""
+    if type(key) is tuple:
+        return tuple((slice, k.start, k.stop, k.step) if type(k) is slice else k for k in key)
+    return (slice, key.start, key.stop, key.step) if type(key) is slice else key
+
+
 def _basic_key(key: Any) -> bool:
     for k in key if type(key) is tuple else (key,):
         t = type(k)
@@ -344,7 +378,7 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
         return _fill_basic(array, key, value, backend, frame)
     if value._backend is not backend:
         return NotImplemented
-    view = backend.basic_view(array._device_data, key)
+    view = _view(array, array._device_data, key, backend)
     if not backend.is_native(view):
         return NotImplemented
     if value._pending is None:
@@ -477,7 +511,7 @@ def _fill_basic(array: DeviceArray, key: Any, value: Any, backend: Any, frame: A
     """``array[key] = scalar`` for a basic key: the view, then NumPy's conversion of the value
     (its errors: OverflowError for 300 into uint8, ValueError for NaN into an int; a bad index
     is reported first, as NumPy does), then a fill of the view with the converted value."""
-    view = backend.basic_view(array._device_data, key)
+    view = _view(array, array._device_data, key, backend)
     if not backend.is_native(view):
         return NotImplemented
     cell = numpy.empty((), view.dtype)

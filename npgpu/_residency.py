@@ -573,5 +573,6 @@ def _move(root: Any) -> bool:
             data.flags.writeable = False
         array._device_data = data
         array._pending = None
+        array._views = None  # (device views of the old data: they would keep its memory)
         set_class(array, ResidentArray)
     return True

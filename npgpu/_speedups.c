@@ -854,7 +854,7 @@ static PyObject *r_materialize;  /* lazy.materialize */
 static PyObject *r_zero, *r_one;
 static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
 
-enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_COUNT };
+enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_VIEWS, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_ERRSTATE, P_COUNT };
 static Py_ssize_t off_array[A_COUNT], off_pending[P_COUNT], off_value, off_owner;
 
@@ -890,7 +890,8 @@ configure_fusion(PyObject *module, PyObject *args)
                           &PyDict_Type, &globals, &materialize)) {
         return NULL;
     }
-    static const char *array_slots[A_COUNT] = {"_device_data", "_pending", "_backend", "_base", "_readonly"};
+    static const char *array_slots[A_COUNT] = {"_device_data", "_pending", "_backend", "_base", "_readonly",
+                                               "_views"};
     static const char *pending_slots[P_COUNT] = {"ufunc", "loop", "operands", "shape", "dtype",
                                                  "nodes", "consumers", "code", "lasti", "errstate"};
     for (int i = 0; i < A_COUNT; i++) {
@@ -1082,6 +1083,7 @@ new_pending_array(PyObject *pending, PyObject *backend)
     set_slot(array, off_array[A_BACKEND], backend);
     set_slot(array, off_array[A_BASE], Py_None); /* a fresh result: owns its memory, writeable */
     set_slot(array, off_array[A_READONLY], Py_False);
+    set_slot(array, off_array[A_VIEWS], Py_None);
     PyObject *ref_args[2] = {array, r_forget};
     PyObject *ref = PyObject_Vectorcall((PyObject *)r_ref, ref_args, 2, NULL);
     /* the recording thread, as threading.get_ident() says it: npgpu.sync() runs its own thread's */

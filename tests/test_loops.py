@@ -4,6 +4,8 @@ values, flags and errors."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy
 import pytest
 
@@ -185,6 +187,45 @@ def test_basic_views_are_numpys(device_backend, key):
         view = a[key]
         if isinstance(view, npgpu.DeviceArray):
             assert not view.flags.writeable
+
+
+@pytest.mark.parametrize("hashable", [False, True])
+def test_views_kept_on_an_array_are_numpys(device_backend, hashable, monkeypatch):
+    """A loop body's views are made once and kept on their array (``_dispatch._view``): the same
+    key gives the same values as NumPy's view each time, keys that differ never share a kept view
+    (a slice against ints and newaxes that spell alike), and an array that takes a new native
+    (its shape set) makes its views afresh. Slices are dict keys as they are from Python 3.12, or
+    spelled as tuples before."""
+    import sys
+
+    from npgpu import _dispatch
+
+    if hashable and sys.version_info < (3, 12):
+        pytest.skip("slices are hashable from Python 3.12")
+    monkeypatch.setattr(_dispatch, "_HASHABLE_SLICES", hashable)
+    backend = npgpu.backends.get_backend(device_backend)
+    made = []
+    basic_view = backend.basic_view
+    monkeypatch.setattr(backend, "basic_view", lambda native, key: made.append(key) or basic_view(native, key))
+    host = numpy.arange(24.0).reshape(4, 6)
+    keys = [(slice(1, None), slice(None, -1)), slice(1, None, None), (1, None, None), (1, None), 2,
+            (Ellipsis, slice(None, None, -2)), (slice(1, None), slice(None, -1))]
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        for _ in range(3):
+            for key in keys:
+                numpy.testing.assert_array_equal(numpy.asarray(a[key]), host[key])
+            a[1:, :-1] += 1.0  # (written through a kept view: every view sees it)
+            host[1:, :-1] += 1.0
+        assert len(made) == len(keys) - 1  # (the repeated key once, the write into it included)
+        with warnings.catch_warnings():  # (NumPy 2.5 deprecates setting shape)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            a.shape = (6, 4)
+        host = host.reshape(6, 4)
+        for key in keys:
+            numpy.testing.assert_array_equal(numpy.asarray(a[key]), host[key])
+        for i in range(40):  # (more keys than an array keeps: it forgets them and goes on)
+            numpy.testing.assert_array_equal(numpy.asarray(a[i % 6, 1:]), host[i % 6, 1:])
 
 
 def test_bad_basic_keys_raise_numpys_errors(device_backend):

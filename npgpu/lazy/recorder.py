@@ -101,6 +101,7 @@ def _new_pending(pending: Pending, backend: Any, register: bool = True) -> Any:
     array._backend = backend
     array._base = None
     array._readonly = False
+    array._views = None
     if register:
         ref = _Ref(array, _forget)  # _pending.add(array), inlined
         ref.owner = _get_ident()
