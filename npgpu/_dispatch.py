@@ -1111,13 +1111,25 @@ def _check_integer_exponents(inputs: tuple[Any, ...], shape: tuple[int, ...]) ->
         raise ValueError("Integers to negative integer powers are not allowed.")
 
 
+#: operand shapes -> their broadcast shape (numpy.broadcast_shapes took 3-5 us of a loop body's call)
+_BROADCASTS: dict[tuple[tuple[int, ...], ...], tuple[int, ...]] = {}
+_BROADCASTS_MAX = 1024
+
+
 def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
-    shapes = [x.shape if isinstance(x, (DeviceArray, numpy.ndarray)) else numpy.shape(x) for x in inputs]
+    shapes = tuple(x.shape if isinstance(x, (DeviceArray, numpy.ndarray)) else numpy.shape(x) for x in inputs)
+    shape = _BROADCASTS.get(shapes)
+    if shape is not None:
+        return shape
     try:
-        return numpy.broadcast_shapes(*shapes)
+        shape = numpy.broadcast_shapes(*shapes)
     except ValueError:
         listed = " ".join(str(s) for s in shapes)
         raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
+    if len(_BROADCASTS) >= _BROADCASTS_MAX:
+        _BROADCASTS.clear()
+    _BROADCASTS[shapes] = shape
+    return shape
 
 
 def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any], frame: Any = None) -> Any:

@@ -446,19 +446,23 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         full = shape if shape else (1,)
         ndim = len(full)
         kernel = self._kernel(("strided", ir.canonical(graph), ndim), lambda: self._strided_kernel(graph, ndim))
-        operands = [cp.broadcast_to(x, shape).reshape(full) if x.shape != full else x for x in inputs]
-        target = out.reshape(full) if out.shape != full else out
-        arrays = [*operands, target]
+        arrays = [*inputs, out]
         # The offsets, n, extents and strides as one struct (codegen's Layout.packed): CuPy converts
         # each argument of a launch, and a stencil statement repeats its geometry every iteration.
-        key = (full, *(x.strides for x in arrays))
+        # An operand broadcast to the shape has stride 0 along the dimensions it lacks or has as 1
+        # (computed here, not by CuPy's broadcast_to and reshape: two views a launch).
+        key = (full, *((x.shape, x.strides) for x in arrays))
         geometry = self._geometries.get(key)
         if geometry is None:
             if len(self._geometries) >= _GEOMETRIES_MAX:
                 self._geometries.clear()
-            # (each pointer is its view's first element: offsets 0)
-            geometry = self._geometries[key] = codegen.pack_geometry(
-                [0] * len(arrays) + [size, *full] + [st for x in arrays for st in x.strides])
+            strides: list[int] = []
+            for x in arrays:
+                lead = ndim - x.ndim
+                strides += [0] * lead + [0 if n == 1 and d != 1 else st
+                                         for n, st, d in zip(x.shape, x.strides, full[lead:], strict=True)]
+            # (each pointer is its array's first element: offsets 0)
+            geometry = self._geometries[key] = codegen.pack_geometry([0] * len(arrays) + [size, *full] + strides)
         block = 256
         kernel(((size + block - 1) // block,), (block,),
                (*arrays, *scalars, geometry, *self._error_arguments(graph, errors)))
