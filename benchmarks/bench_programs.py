@@ -288,6 +288,8 @@ class TimeOperationCost(BackendBenchmark):
 STATEMENTS = {
     "inplace": "x -= y",
     "stencil": "x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])",
+    "strided_stencil": "x[:-1, :-1] -= 0.7 * (y[:-1, 1:] - y[:-1, :-1] + y[1:, :-1] - y[:-1, :-1])",
+    "broadcast": "x[...] = y * b + 1.0",
     "scalar_write": "x[3, 4] = 1.5",
     "scalar_read": "float(y[3, 4])",
     "sum": "float(y.sum())",
@@ -300,7 +302,9 @@ STATEMENTS = {
 
 class TimeStatementCost(BackendBenchmark):
     """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): an
-    in-place update, an in-place stencil of views (one fused kernel), a scalar write and read, a
+    in-place update, an in-place stencil of views (one fused kernel), one of strided views
+    (fdtd_2d's ``hz`` update: the strided kernel), an expression broadcasting a row into a
+    whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a matrix-vector product
     of column views (correlation's), a mask's selection (mandelbrot2's) and two arrays selected by
     one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``). What a loop of such
@@ -318,6 +322,7 @@ class TimeStatementCost(BackendBenchmark):
         self.scope = {"x": self.xp.asarray(random_array(40_000, seed=9).reshape(200, 200)),
                       "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
         self.scope["m"] = self.scope["y"] > 0.5
+        self.scope["b"] = self.xp.asarray(random_array(200, seed=11))
         self.code = compile(f"for _ in range({self.repeats}):\n    {STATEMENTS[statement]}\n", "statement", "exec")
         self.track_cpu_per_statement(backend, statement)  # compiles the kernels outside the measurement
 
