@@ -105,6 +105,51 @@ def test_an_expression_the_program_still_holds_keeps_its_own_values(device_backe
         numpy.testing.assert_array_equal(numpy.asarray(y)[:, 0], [-1.0, -1.0, -1.0])
 
 
+def test_a_statement_reading_its_own_target_is_one_kernel(device_backend):
+    """``h[:-1, :-1] = 0.7 * (h[:-1, :-1] - c + c)`` and ``y[:, 3] = 2.0 * y[:, 3] + 1.0`` read the
+    view they write only as that view: their intermediate arrays, which nothing but the statement
+    holds, run inside its one kernel instead of each before the write. ``h[...] -= expr`` of such
+    an expression: two (its right side is the program's value until the call returns)."""
+    rng = numpy.random.default_rng(11)
+    host_h, host_c, host_y = rng.random((20, 20)), rng.random((19, 19)), rng.random((20, 10))
+    with npgpu.enable(device_backend, threshold=0):
+        h, c, y = (npgpu.asarray(x.copy()) for x in (host_h, host_c, host_y))
+        for statement, kernels in (("h[:-1, :-1] = 0.7 * (h[:-1, :-1] - c + c)", 1),
+                                   ("y[:, 3] = 2.0 * y[:, 3] + 1.0", 1),
+                                   ("h[:-1, :-1] -= 0.7 * (h[:-1, :-1] - c + c)", 2)):
+            npgpu.sync()
+            npgpu.report(reset=True)
+            for _ in range(3):
+                exec(statement, {"h": h, "c": c, "y": y})
+                exec(statement, {"h": host_h, "c": host_c, "y": host_y})
+            npgpu.sync()
+            assert _kernels() == 3 * kernels, statement
+            numpy.testing.assert_array_equal(numpy.asarray(h), host_h)
+            numpy.testing.assert_array_equal(numpy.asarray(y), host_y)
+
+
+def test_intermediates_the_program_holds_keep_the_values_before_the_write(device_backend):
+    """An intermediate array of such a statement that the program holds (by name, in a list,
+    or as an operand of another recorded expression it holds) is computed before the write."""
+    rng = numpy.random.default_rng(12)
+    host_h, host_c = rng.random((20, 20)), rng.random((19, 19))
+    want_h = host_h.copy()
+    e_want = want_h[:-1, :-1] - host_c
+    kept_want = [want_h[:-1, :-1] * 3.0]
+    f_want = (want_h[:-1, :-1] + 1.0) * 2.0
+    want_h[:-1, :-1] = 0.7 * (e_want + host_c) + kept_want[0] - f_want
+    with npgpu.enable(device_backend, threshold=0):
+        h, c = npgpu.asarray(host_h.copy()), npgpu.asarray(host_c)
+        e = h[:-1, :-1] - c
+        kept = [h[:-1, :-1] * 3.0]
+        f = (h[:-1, :-1] + 1.0) * 2.0  # (held; its inner array, the sum, only through f's graph)
+        h[:-1, :-1] = 0.7 * (e + c) + kept[0] - f
+        numpy.testing.assert_array_equal(numpy.asarray(h), want_h)
+        numpy.testing.assert_array_equal(numpy.asarray(e), e_want)
+        numpy.testing.assert_array_equal(numpy.asarray(kept[0]), kept_want[0])
+        numpy.testing.assert_array_equal(numpy.asarray(f), f_want)
+
+
 def test_an_expression_reading_what_it_overwrites_is_numpys(device_backend):
     host = numpy.arange(10.0)
     want = host.copy()

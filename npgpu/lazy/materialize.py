@@ -18,6 +18,7 @@ write runs every thread's graphs that read the memory it is about to change.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from typing import Any
@@ -290,11 +291,12 @@ class Known(dict):  # type: ignore[type-arg]  (ids to answers: dict[int, bool])
     their operands; a new array of any thread could then take a dropped one's id and its answer:
     a false one let a graph that reads the written memory run after the write.)"""
 
-    __slots__ = ("held",)
+    __slots__ = ("held", "inner")
 
     def __init__(self) -> None:
         super().__init__()
         self.held: list[Any] = []
+        self.inner = False  # (write_plan: whether a pending array under the root reads the memory)
 
 
 def _reads_shared(root: Any, test: Any, known: Known) -> bool:
@@ -358,6 +360,8 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
                         overlapping = True
                 else:
                     found = visit(o, inner, visit)
+                    if found:
+                        known.inner = True
             hit = hit or found
         known[id(x)] = hit
         held.append(x)
@@ -380,12 +384,63 @@ def before_write(backend: Any, native: Any, skip: Any = None, known: Known | Non
         return
     if known is None:
         known = Known()
+    # (the pending arrays inside skip's graph that nothing else holds run inside its kernel,
+    # before it writes each element: they need no kernel of their own)
+    own = _statement_temporaries(skip, known) if known.inner and skip is not None else _NONE
 
     def test(data: Any) -> bool:
         return backend.shares_memory(data, native)
 
-    _run_outermost(lambda array: array is not skip and array._pending is not None and array._backend is backend
-                   and _reads_shared(array, test, known))
+    _run_outermost(lambda array: array is not skip and id(array) not in own and array._pending is not None
+                   and array._backend is backend and _reads_shared(array, test, known))
+
+
+_NONE: frozenset[int] = frozenset()
+
+
+def _statement_temporaries(root: Any, known: Known) -> frozenset[int]:
+    """Ids of the pending arrays under ``root``'s graph that only that graph holds: a statement's
+    intermediate arrays (``h[:-1, :-1] = 0.7 * (h[:-1, :-1] - c + c)`` makes two). A write
+    computing ``root`` into memory they read need not run them first: its kernel reads each
+    element before it writes it, and nothing can read them afterwards. An array anything else
+    holds (the program: ``e = h - c``; another recorded graph; another thread walking the
+    registry) has more references than the graph's operand tuples give it, and runs before the
+    write as any other. ``known`` is write_plan's: every array of the graph, in ``known.held``."""
+    slots: dict[int, int] = {}  # id of an array -> references to it from the graph's operand tuples
+    tuples: set[int] = set()
+    stack = [root]
+    o = None
+    while stack:
+        pending = stack.pop()._pending  # (read once: another thread may compute the array meanwhile)
+        if pending is None or id(pending.operands) in tuples:
+            continue
+        tuples.add(id(pending.operands))
+        for o in pending.operands:
+            if type(o) is not ScalarArg:
+                slots[id(o)] = slots.get(id(o), 0) + 1
+                if o._pending is not None:
+                    stack.append(o)
+    del stack, o
+    return _held_only_by(known.held, slots, root)
+
+
+def _held_only_by(held: list[Any], slots: dict[int, int], root: Any) -> frozenset[int]:
+    """Ids of the pending arrays in ``held`` (each once) whose references are ``held``'s, this
+    loop's and ``slots``' alone. What a reference count includes beyond those (the call's own
+    argument, which some Python versions do not count) is measured on a probe held alike."""
+    probe = object()
+    held.append(probe)
+    base = -1
+    for x in held:
+        if x is probe:
+            base = sys.getrefcount(x) - 1  # (less the name ``probe``)
+    found = set()
+    for x in held:
+        n = slots.get(id(x))
+        if n is not None and x is not root and x._pending is not None and sys.getrefcount(x) - n == base:
+            found.add(id(x))
+    held.pop()
+    return frozenset(found)
 
 
 def _operands(array: Any) -> tuple[Any, ...]:
