@@ -52,7 +52,7 @@ from .lazy import registry as _registry
 # extension's configuration, each installed once, here (docs/ARCHITECTURE.md).
 _hooks.install(namespace=sys.modules[__name__], loops=_dispatch._LOOPS, function=_dispatch.function,
                ufunc=_dispatch.ufunc, fast_call=_dispatch._fast_call, getitem=_dispatch.basic_getitem,
-               setitem=_dispatch.basic_setitem,
+               inplace=_dispatch.inplace, setitem=_dispatch.basic_setitem,
                on_host=_dispatch.on_host,
                to_host=_transfer.to_host, materialize=_materialize.materialize,
                before_write=_materialize.before_write,

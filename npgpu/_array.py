@@ -887,6 +887,53 @@ def __ipow__(self: DeviceArray, other: Any) -> Any:  # noqa: N807
 DeviceArray.__pow__ = __pow__  # type: ignore[method-assign]
 DeviceArray.__ipow__ = __ipow__  # type: ignore[method-assign]
 
+
+def _references_of_an_operand() -> int:
+    """sys.getrefcount of a value that only the statement ``a -= <expression>`` holds, as an
+    in-place operator sees it (the interpreter's stack, the argument, getrefcount's own)."""
+    seen: list[int] = []
+
+    class Probe:
+        def __isub__(self, other: Any) -> Any:
+            seen.append(sys.getrefcount(other))
+            return self
+
+    probe = Probe()
+    probe -= object()
+    return seen[0]
+
+
+_OPERAND_REFS = _references_of_an_operand()
+
+
+def _direct_inplace(uf: numpy.ufunc, name: str) -> Any:
+    """``a -= b`` of a device array and a device array or number from user code, straight to the
+    dispatcher's road into ``a`` (what ``uf(a, b, out=(a,))`` takes after NumPy's ufunc call and
+    ``__array_ufunc__``), knowing whether only the statement holds ``b``: then its kernel computes
+    ``b`` too, also where ``b`` reads ``a`` as that same view (``h[1:] -= 0.5 * h[1:]``). Anything
+    else (another operand type, library code, a ResidentArray, a write the road declines) takes
+    the mixin's call, which raises NumPy's errors."""
+    slow = getattr(NDArrayOperatorsMixin, name)
+
+    def operator_method(self: DeviceArray, other: Any) -> Any:
+        t = type(other)
+        if type(self) is DeviceArray and t in _DIRECT_OPERANDS:
+            frame = sys._getframe(1)
+            if _code_kind.get(id(frame.f_code)) == 2:
+                temporary = t is DeviceArray and sys.getrefcount(other) <= _OPERAND_REFS
+                if _core.inplace(uf, self, other, frame, temporary):
+                    return self
+        return slow(self, other)
+
+    operator_method.__name__ = name
+    operator_method.__qualname__ = f"DeviceArray.{name}"
+    return operator_method
+
+
+for _name, _uf in (("add", numpy.add), ("sub", numpy.subtract), ("mul", numpy.multiply),
+                   ("truediv", numpy.true_divide)):
+    setattr(DeviceArray, f"__i{_name}__", _direct_inplace(_uf, f"__i{_name}__"))
+
 for _name, _uf in (("lt", numpy.less), ("le", numpy.less_equal), ("gt", numpy.greater),
                    ("ge", numpy.greater_equal), ("eq", numpy.equal), ("ne", numpy.not_equal)):
     setattr(DeviceArray, f"__{_name}__", _direct_binary(_uf, f"__{_name}__"))

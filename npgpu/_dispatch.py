@@ -1042,7 +1042,17 @@ def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: li
 _INTO: dict[tuple[Any, ...], tuple[numpy.dtype, ...] | None] = {}
 
 
-def _fast_into(uf: numpy.ufunc, inputs: tuple[Any, ...], target: Any, frame: Any) -> bool:
+def inplace(uf: numpy.ufunc, target: DeviceArray, other: Any, frame: Any, temporary: bool) -> bool:
+    """``target <op>= other`` (DeviceArray's in-place operators, from user code at ``frame``):
+    ``_fast_into`` where fusion is on, with ``other`` known to be the statement's own value where
+    ``temporary``; False to let NumPy's call and ``__array_ufunc__`` decide."""
+    state = _config._state.get() or _config._default
+    if not state.fusion or state.backend is None:
+        return False
+    return _fast_into(uf, (target, other), target, frame, other if temporary else None)
+
+
+def _fast_into(uf: numpy.ufunc, inputs: tuple[Any, ...], target: Any, frame: Any, temporary: Any = None) -> bool:
     """``a += b`` and ``ufunc(x, y, out=a)`` of device arrays and scalars into device array
     ``a``, kept short: what ``_fuse_into_out`` does after the general path's checks, with the
     checks that depend only on dtypes kept per dtypes. False to let the general path decide
@@ -1075,7 +1085,7 @@ def _fast_into(uf: numpy.ufunc, inputs: tuple[Any, ...], target: Any, frame: Any
                 return False
         except ValueError:
             return False
-    return _run_into(uf, loop, inputs, backend, target, frame)
+    return _run_into(uf, loop, inputs, backend, target, frame, temporary)
 
 
 def _into_loop(uf: numpy.ufunc, backend: Any, key: list[Any], out_dtype: numpy.dtype) -> tuple[numpy.dtype, ...] | None:
@@ -1337,7 +1347,7 @@ def _fuse_into_out(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], option
 
 
 def _run_into(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any, ...], backend: Any,
-              target: Any, frame: Any) -> bool:
+              target: Any, frame: Any, temporary: Any = None) -> bool:
     """Record ``uf(*inputs)`` and run its graph into ``target``; False where the graph reads
     memory overlapping ``target`` other than as the very same view. ``frame``: the user's, where
     the report counts the call."""
@@ -1348,7 +1358,7 @@ def _run_into(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
     if overlapping:
         _lazy.discard(array)
         return False
-    _lazy.before_write(backend, destination, skip=array, known=known)
+    _lazy.before_write(backend, destination, skip=array, known=known, temporary=temporary)
     _lazy.materialize(array, out=destination)
     return True
 

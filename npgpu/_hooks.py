@@ -38,6 +38,11 @@ class Core(Protocol):
         """``array[key]`` for a basic key of a computed device array, counted at ``frame``; NotImplemented
         to decline (_dispatch.basic_getitem)."""
 
+    def inplace(self, uf: Any, target: Any, other: Any, frame: Any, temporary: bool) -> bool:
+        """``target <op>= other`` for device arrays and numbers from user code at ``frame``
+        (``temporary``: nothing but the statement holds ``other``); False to decline
+        (_dispatch.inplace)."""
+
     def setitem(self, array: Any, key: Any, value: Any, frame: Any, temporary: bool) -> Any:
         """``array[key] = value`` for a basic key and a device-array or scalar value, counted at ``frame``
         (``temporary``: nothing but the statement holds ``value``); NotImplemented to decline
@@ -88,9 +93,9 @@ core: Core = _Hooks()  # type: ignore[assignment]
 
 def install(**parts: Any) -> None:
     """Fill ``core`` (the composition root, once; _native swaps the recorder's two roads)."""
-    missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "setitem",
-                                 "on_host", "to_host", "materialize", "before_write", "record_binary", "record_unary",
-                                 "charge_read", "charge_write", "charge_conversion", "charge_kernel")
+    missing = [name for name in ("namespace", "loops", "function", "ufunc", "fast_call", "getitem", "inplace",
+                                 "setitem", "on_host", "to_host", "materialize", "before_write", "record_binary",
+                                 "record_unary", "charge_read", "charge_write", "charge_conversion", "charge_kernel")
                if name not in parts and name not in vars(core)]
     if missing:
         raise TypeError(f"npgpu core hooks missing: {', '.join(missing)}")

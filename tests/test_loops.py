@@ -108,15 +108,15 @@ def test_an_expression_the_program_still_holds_keeps_its_own_values(device_backe
 def test_a_statement_reading_its_own_target_is_one_kernel(device_backend):
     """``h[:-1, :-1] = 0.7 * (h[:-1, :-1] - c + c)`` and ``y[:, 3] = 2.0 * y[:, 3] + 1.0`` read the
     view they write only as that view: their intermediate arrays, which nothing but the statement
-    holds, run inside its one kernel instead of each before the write. ``h[...] -= expr`` of such
-    an expression: two (its right side is the program's value until the call returns)."""
+    holds, run inside its one kernel instead of each before the write; so does the right side of
+    ``h[...] -= expr`` (DeviceArray's in-place operators see that only the statement holds it)."""
     rng = numpy.random.default_rng(11)
     host_h, host_c, host_y = rng.random((20, 20)), rng.random((19, 19)), rng.random((20, 10))
     with npgpu.enable(device_backend, threshold=0):
         h, c, y = (npgpu.asarray(x.copy()) for x in (host_h, host_c, host_y))
         for statement, kernels in (("h[:-1, :-1] = 0.7 * (h[:-1, :-1] - c + c)", 1),
                                    ("y[:, 3] = 2.0 * y[:, 3] + 1.0", 1),
-                                   ("h[:-1, :-1] -= 0.7 * (h[:-1, :-1] - c + c)", 2)):
+                                   ("h[:-1, :-1] -= 0.7 * (h[:-1, :-1] - c + c)", 1)):
             npgpu.sync()
             npgpu.report(reset=True)
             for _ in range(3):
@@ -145,6 +145,12 @@ def test_intermediates_the_program_holds_keep_the_values_before_the_write(device
         f = (h[:-1, :-1] + 1.0) * 2.0  # (held; its inner array, the sum, only through f's graph)
         h[:-1, :-1] = 0.7 * (e + c) + kept[0] - f
         numpy.testing.assert_array_equal(numpy.asarray(h), want_h)
+        g = 0.5 * h[:-1, :-1]  # (the right side of an in-place operator, held by name)
+        g_want = 0.5 * want_h[:-1, :-1]
+        h[:-1, :-1] -= g
+        want_h[:-1, :-1] -= g_want
+        numpy.testing.assert_array_equal(numpy.asarray(h), want_h)
+        numpy.testing.assert_array_equal(numpy.asarray(g), g_want)
         numpy.testing.assert_array_equal(numpy.asarray(e), e_want)
         numpy.testing.assert_array_equal(numpy.asarray(kept[0]), kept_want[0])
         numpy.testing.assert_array_equal(numpy.asarray(f), f_want)

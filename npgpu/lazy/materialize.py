@@ -373,7 +373,8 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
     return overlapping, known
 
 
-def before_write(backend: Any, native: Any, skip: Any = None, known: Known | None = None) -> None:
+def before_write(backend: Any, native: Any, skip: Any = None, known: Known | None = None,
+                 temporary: Any = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it.
     ``known``: answers already found for some arrays (``write_plan``'s). Every road that writes
     device memory calls this first, with or without recorded work: the kept positions of masks in
@@ -387,6 +388,8 @@ def before_write(backend: Any, native: Any, skip: Any = None, known: Known | Non
     # (the pending arrays inside skip's graph that nothing else holds run inside its kernel,
     # before it writes each element: they need no kernel of their own)
     own = _statement_temporaries(skip, known) if known.inner and skip is not None else _NONE
+    if temporary is not None:  # (an operand of skip's that only the statement holds: the caller knows)
+        own = own | {id(temporary)}
 
     def test(data: Any) -> bool:
         return backend.shares_memory(data, native)
