@@ -49,7 +49,7 @@ class Layout:
     inline_errors: a chunked kernel whose output may overwrite an input checks floating-point
     errors element by element (others check a chunk again where its finiteness test failed).
     packed: the operands' offsets, n, the extents and the strides come in one argument, a struct
-    of 64-bit integers (``packed_geometry``), after the scalars: a launcher that converts each
+    of 64-bit integers (``pack_geometry``), after the scalars: a launcher that converts each
     argument in Python (CuPy) pays per argument, and a strided launch of five 2-d operands has
     twenty-six such integers.
     """
@@ -349,9 +349,11 @@ class _Sig:
         c = "const " if const else ""
         self.params.append(f"{space}{c}{ctype or 'char'}* {name}")
 
-    def array(self, pname: str, oname: str, dtype: numpy.dtype, typed: bool, const: bool) -> None:
+    def array(self, pname: str, oname: str | None, dtype: numpy.dtype, typed: bool, const: bool) -> None:
+        """A pointer parameter and its offset's (``oname``; None: the offset comes packed)."""
         self.pointer(pname, _table.storage_ctype(dtype) if typed else None, const)
-        self.params.append(f"{self.idx} {oname}")
+        if oname is not None:
+            self.params.append(f"{self.idx} {oname}")
         self.args.append(("array", numpy.dtype(dtype)))
 
     def scalar(self, name: str, dtype: numpy.dtype) -> None:
@@ -417,12 +419,9 @@ def elementwise(graph: Graph, layout: Layout, dialect: str = "opencl", name: str
         operands.append(("mask", numpy.dtype(bool), False))
     packed: list[str] = []  # (layout.packed: the integers' names, in the struct's order)
     for pname, dt, is_out in operands:
+        sig.array(pname, None if layout.packed else f"{pname}_off", dt, typed=contiguous, const=not is_out)
         if layout.packed:
-            sig.pointer(pname, _table.storage_ctype(dt) if contiguous else None, not is_out)
-            sig.args.append(("array", numpy.dtype(dt)))
             packed.append(f"{pname}_off")
-        else:
-            sig.array(pname, f"{pname}_off", dt, typed=contiguous, const=not is_out)
     scalar_names = [f"s{j}" for j in range(len(graph.scalars))]
     for sname, dt in zip(scalar_names, graph.scalars, strict=True):
         sig.scalar(sname, dt)
