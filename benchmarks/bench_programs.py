@@ -257,18 +257,21 @@ class TimeScalarLoop(BackendBenchmark):
 class TimeOperationCost(BackendBenchmark):
     """CPU microseconds per recorded-and-launched elementwise operation on a device array.
 
-    ``fused``: 100 steps of ``x = x * 0.999 + y`` with a launch forced every step (``sync``);
-    ``eager`` (fusion off): every operation is its own launch. The arrays (10 000 elements) are
-    on the device whatever their size (threshold 0): this is the device path's own overhead.
+    ``chained``: 100 steps of ``x = x * 0.999 + y`` as a loop runs them, launched where npgpu
+    launches them (fused kernels of up to recorder.MAX_NODES operations), one ``sync`` at the end;
+    ``fused``: the same with a launch forced every step and waited for (``sync``: the device's
+    wait counts where the driver spins for it); ``eager`` (fusion off): every operation is its own
+    launch. The arrays (10 000 elements) are on the device whatever their size (threshold 0):
+    this is the device path's own overhead.
     """
 
-    params = [[b for b in BACKENDS if b != "numpy"], ["fused", "eager"]]
+    params = [[b for b in BACKENDS if b != "numpy"], ["chained", "fused", "eager"]]
     param_names = ["backend", "mode"]
     unit = "us per operation"
     steps = 100
 
     def setup(self, backend: str, mode: str) -> None:
-        self.setup_backend(backend, threshold=0, fusion=mode == "fused")
+        self.setup_backend(backend, threshold=0, fusion=mode != "eager")
         self.x = self.xp.asarray(random_array(10_000, seed=7))
         self.y = self.xp.asarray(random_array(10_000, seed=8))
         self.track_cpu_per_operation(backend, mode)  # compiles the kernels outside the measurement
@@ -278,7 +281,7 @@ class TimeOperationCost(BackendBenchmark):
         start = time.process_time()
         for _ in range(self.steps):
             x = x * 0.999 + y
-            if mode == "fused":
+            if mode != "chained":
                 npgpu.sync()
         npgpu.sync()
         return (time.process_time() - start) / (2 * self.steps) * 1e6

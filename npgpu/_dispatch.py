@@ -382,7 +382,8 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     if not backend.is_native(view):
         return NotImplemented
     if value._pending is None:
-        if not backend.same_view(view, value._device_data):
+        data = value._device_data
+        if data is not view and not backend.same_view(view, data):
             if value.dtype == view.dtype and backend.supports_fusion and _kernel_dtype(view.dtype):
                 return _copy_basic(view, value, backend, frame)
             _check_broadcast(value.shape, view.shape)

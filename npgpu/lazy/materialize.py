@@ -354,10 +354,13 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
                 inner = o._pending
                 if inner is None:
                     data = o._device_data
-                    found = known[key] = bool(shares(data, native))
                     held.append(o)
-                    if found and not overlapping and not same(data, native):
-                        overlapping = True
+                    if data is native:  # (the very view: kept views make one object of a[1:] each time)
+                        found = known[key] = True
+                    else:
+                        found = known[key] = bool(shares(data, native))
+                        if found and not overlapping and not same(data, native):
+                            overlapping = True
                 else:
                     found = visit(o, inner, visit)
                     if found:
