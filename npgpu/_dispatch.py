@@ -1135,7 +1135,8 @@ def _broadcast_check(inputs: tuple[Any, ...]) -> tuple[int, ...]:
     try:
         shape = numpy.broadcast_shapes(*shapes)
     except ValueError:
-        listed = " ".join(str(s) for s in shapes)
+        # (NumPy's spelling: (4,6) (5,) and a trailing space)
+        listed = "".join(f"({','.join(map(str, s))}{',' if len(s) == 1 else ''}) " for s in shapes)
         raise ValueError(f"operands could not be broadcast together with shapes {listed}") from None
     if len(_BROADCASTS) >= _BROADCASTS_MAX:
         _BROADCASTS.clear()
@@ -1155,6 +1156,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = _fast_call(uf, inputs, state.fusion, frame)
         if result is not NotImplemented:
             return result
+        if state.fusion and state.enabled:
+            result = _fast_host_operands(uf, inputs, frame)
+            if result is not NotImplemented:
+                return result
     if (method == "__call__" and len(kwargs) == 1 and state.fusion and state.backend is not None
             and len(inputs) == uf.nin):
         out = kwargs.get("out")
@@ -1292,13 +1297,52 @@ def _nbytes(result: Any) -> int:
 _READ_ONLY_INPUTS = frozenset(("__call__", "reduce", "accumulate", "outer", "reduceat"))
 
 
+def _fast_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) -> Any:
+    """``device_array + host_array`` (mlp's ``x @ w1 + b1``, its bias a small host array: 100-150
+    us of the H200's CPU a call through the general path), kept short: what the general path does
+    for it once its checks have passed for these dtypes (``_fast_call``'s cache says the call
+    records): the host operands' bytes charged to the device arrays' ledgers, the host operands
+    uploaded (a kept copy where one holds the same bytes) and the call recorded. NotImplemented
+    for anything else and wherever the general path must decide (it raises NumPy's errors)."""
+    backend = None
+    key: list[Any] = []
+    hosts: list[numpy.ndarray] = []
+    for x in inputs:
+        t = type(x)
+        if t is DeviceArray:
+            if backend is None:
+                backend = x._backend
+            elif x._backend is not backend:
+                return NotImplemented
+            key.append(x.dtype)
+        elif t is numpy.ndarray:
+            hosts.append(x)
+            key.append(x.dtype)
+        elif t in _WEAK:
+            key.append(_BOOL if t is bool else t)
+        elif isinstance(x, numpy.generic):
+            key.append(x.dtype)
+        else:
+            return NotImplemented
+    if backend is None or not hosts:
+        return NotImplemented
+    cached = _LOOPS.get((uf, backend, *key))  # (filled by the general path's first such call)
+    if cached is None or not cached[2] or backend.prefers_host(uf):
+        return NotImplemented
+    _broadcast_check(inputs)  # (NumPy's error before anything moves)
+    if tracked:
+        _residency.charge_moves([x for x in inputs if type(x) is DeviceArray], upload_bytes(hosts, backend))
+    return _record_with_host_operands(uf, inputs, cached[0], (), backend, frame, checked=True)
+
+
 def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...],
-                               operand_dtypes: tuple[numpy.dtype, ...], backend: Any, frame: Any) -> Any:
+                               operand_dtypes: tuple[numpy.dtype, ...], backend: Any, frame: Any,
+                               checked: bool = False) -> Any:
     """``device_array * host_array``: the host operand moves to the device (as it would for the
     eager kernel), and the call is recorded like any other, so it fuses with what follows (resnet's
     ``sum(x[..., None] * w, axis=...)`` is then one map-reduce kernel); NotImplemented when it
-    can't be recorded."""
-    if not _recorder.can_fuse(backend, uf, loop, operand_dtypes) or \
+    can't be recorded (``checked``: the caller knows it can)."""
+    if not checked and not _recorder.can_fuse(backend, uf, loop, operand_dtypes) or \
             not all(type(x) in (DeviceArray, numpy.ndarray) or type(x) in _WEAK or isinstance(x, numpy.generic)
                     for x in inputs):
         return NotImplemented

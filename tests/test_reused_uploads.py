@@ -9,6 +9,7 @@ the bytes on the host, so copies are kept); on PoCL and CuPy their measured cost
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy
@@ -16,7 +17,7 @@ import pytest
 from conftest import BACKEND_PARAMS
 
 import npgpu
-from npgpu import _transfer
+from npgpu import _dispatch, _transfer
 from npgpu.backends import get_backend
 from npgpu.backends.costs import Costs
 
@@ -154,6 +155,58 @@ def test_threads_with_same_layout_operands(gpu_like):
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize(("device_dtype", "host_dtype"), [
+    ("float32", "float32"), ("float32", "float64"), ("int16", "float32"), ("int64", "uint8"), ("bool", "int8")])
+def test_a_loop_of_device_and_host_operands_answers_as_numpy(gpu_like, device_dtype, host_dtype, monkeypatch):
+    """mlp's ``maximum(x @ w + b, 0)`` with a small host bias, in a loop: from its second call a
+    call of device and host arrays takes the dispatcher's short road (``_fast_host_operands``).
+    Its dtypes, values and fused kernels are NumPy's and the general path's, the host operand on
+    either side, with Python and NumPy scalars, broadcasting, and host data NumPy changes between
+    calls."""
+    served = []
+    short_road = _dispatch._fast_host_operands
+
+    def spy(*args):
+        result = short_road(*args)
+        served.append(result is not NotImplemented)
+        return result
+
+    monkeypatch.setattr(_dispatch, "_fast_host_operands", spy)
+    rng = numpy.random.default_rng(3)
+    host_x = (rng.random((4, 6)) * 10).astype(device_dtype)
+    b = (rng.random(6) * 10).astype(host_dtype)
+    x = npgpu.asarray(host_x)
+    for step in range(4):
+        if step == 2:
+            b[1] = 7  # (through NumPy: the kept copy must not serve)
+        launched = npgpu.report().kernels.get("kernels_launched", 0)
+        for got, expected in (
+                (numpy.maximum(x + b, 0), numpy.maximum(host_x + b, 0)),
+                (b * x - 1, b * host_x - 1),
+                (numpy.add(x, b) * numpy.float32(2.5), numpy.add(host_x, b) * numpy.float32(2.5)),
+                (x[:, :1] + b[None, :], host_x[:, :1] + b[None, :])):
+            value = numpy.asarray(got)
+            assert value.dtype == expected.dtype and value.shape == expected.shape
+            numpy.testing.assert_array_equal(value, expected)
+        assert npgpu.report().kernels["kernels_launched"] - launched == 4  # (one fused kernel each)
+    assert served[4:] == [True] * 12  # (the first step's calls took the general path: it fills the cache)
+    with pytest.raises(ValueError) as numpys:
+        host_x + numpy.ones(5, host_dtype)
+    with pytest.raises(ValueError, match=re.escape(str(numpys.value))):
+        x + numpy.ones(5, host_dtype)
+
+
+def test_the_short_road_of_host_operands_moves_and_counts_as_the_general_path(gpu_like):
+    x = npgpu.asarray(numpy.arange(8.0))
+    w = numpy.linspace(0.0, 1.0, 8)
+    for _ in range(5):
+        numpy.asarray(x * w)
+    report = npgpu.report()
+    assert report.functions["multiply"].device == 5
+    assert report.functions["multiply"].bytes_to_device == w.nbytes  # (once: then the kept copy)
+    assert _reused() == (4, 4 * w.nbytes)
 
 
 @pytest.mark.parametrize("name", [p for p in BACKEND_PARAMS if p.values[0] in ("opencl", "cupy")])
