@@ -166,9 +166,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
             if self.is_native(inputs[0]) and (target is None or (
                     self.is_native(target) and target.dtype == inputs[0].dtype and target.shape == inputs[0].shape)):
-                exact = self._complex_product(ufunc, inputs)
+                exact = self._complex_product(ufunc, inputs, target)
                 if exact is not None:
-                    if target is None:
+                    if target is None or exact is target:
                         return exact
                     target[...] = exact  # (a ** n into a: the product is computed first, then stored)
                     return target
@@ -236,7 +236,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         kernel(numpy.uint64(buffer.data.ptr), numpy.int64(base), flat, numpy.int64(flat.size), values)
         _fperr.launched(self, launch)
 
-    def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...]) -> Any:
+    def _complex_product(self, ufunc: numpy.ufunc, inputs: tuple[Any, ...], into: Any = None) -> Any:
         """multiply, square, reciprocal and power of complex arrays with NumPy's own formulas and
         rounding (and float powers with a constant exponent NumPy's loop special-cases), or None.
 
@@ -268,7 +268,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         other = z if ufunc is numpy.square else inputs[1]
         if not (self.is_native(other) and other.dtype == z.dtype):
             return None
-        return self._complex_kernel("multiply_fma" if fused else "multiply", z, other)
+        # (a product may be written straight into ``into``; a power not: its zero check reads z after)
+        return self._complex_kernel("multiply_fma" if fused else "multiply", z, other, into=into)
 
     random_streams = frozenset({"PCG64", "MT19937"})  # type: ignore[assignment]
 

@@ -190,9 +190,12 @@ class Kernels:
                               *("  " + st for st in stmts), f"  return {results[0]};", "}", *extra])
         return preamble, ", ".join(call), spec
 
-    def _complex_kernel(self, op: str, x: Any, y: Any, n: int = 0) -> Any:
+    def _complex_kernel(self, op: str, x: Any, y: Any, n: int = 0, into: Any = None) -> Any:
         """One of _COMPLEX_BODIES over x (and y, broadcast together), compiled without flushing
-        subnormals (see _compile): z**99 of complex64 passes through them."""
+        subnormals (see _compile): z**99 of complex64 passes through them. Written into ``into``
+        where that is a contiguous array of the result's shape and dtype that each operand either
+        is, element for element, or does not overlap (each element is read before it is written:
+        mandelbrot2's ``multiply(Z, Z, Z)``); else into a new array, returned."""
         cp = self.xp
         shape = numpy.broadcast_shapes(x.shape, y.shape)
         real = "float" if x.dtype == numpy.complex64 else "double"
@@ -210,9 +213,13 @@ class Kernels:
             return self._compile(source, f"npg_complex_{op}")
 
         kernel = self._kernel(("complex", op, real), build)
-        xs = cp.ascontiguousarray(cp.broadcast_to(x, shape))
-        ys = xs if y is x else cp.ascontiguousarray(cp.broadcast_to(y, shape))
-        out = cp.empty(shape, x.dtype)
+        xs = x if x.shape == shape and x.flags.c_contiguous else cp.ascontiguousarray(cp.broadcast_to(x, shape))
+        ys = xs if y is x else (y if y.shape == shape and y.flags.c_contiguous
+                                else cp.ascontiguousarray(cp.broadcast_to(y, shape)))
+        if into is not None and _writable_into(into, shape, x.dtype, (xs, ys)):
+            out = into
+        else:
+            out = cp.empty(shape, x.dtype)
         size = out.size
         if size:
             kernel(((size + 255) // 256,), (256,), (xs, ys, out, numpy.int64(size), numpy.int64(n)))
@@ -302,3 +309,21 @@ class Kernels:
         module = function.Module()
         module.load(bytes(binary))
         return module.get_function(name)  # (the function keeps its module loaded)
+
+
+def _writable_into(into: Any, shape: tuple[int, ...], dtype: Any, operands: tuple[Any, ...]) -> bool:
+    """Whether an elementwise kernel over contiguous ``operands`` may write its result straight
+    into ``into``: contiguous, of the result's shape and dtype, and each operand either the same
+    elements (same start, same shape) or memory that does not overlap it."""
+    if into.shape != shape or into.dtype != dtype or not into.flags.c_contiguous:
+        return False
+    start = into.data.ptr
+    end = start + into.nbytes
+    for a in operands:
+        a_start = a.data.ptr
+        if a_start == start and a.shape == shape:
+            continue
+        if a_start < end and start < a_start + a.nbytes:
+            return False
+    return True
+
