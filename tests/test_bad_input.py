@@ -310,3 +310,41 @@ def test_index_errors_name_what_numpy_names(device_backend, case):
     assert got_error == want_error
     if want_error is None:
         numpy.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "uint64"])
+@pytest.mark.parametrize("values", [[0, 5, 11], [3, 12, 1], [11, 100, 0], [2, -12, 4], [-13, 0, 1], [-1, -12, 0]])
+@pytest.mark.parametrize("write", [False, True])
+def test_index_arrays_out_of_bounds_on_the_device(device_backend, dtype, values, write):
+    """Device index arrays of signed and unsigned dtypes, two at once (mandelbrot2's
+    ``N_[Xi[I], Yi[I]] = i + 1``): NumPy's IndexError and message where one lies outside its
+    axis (a negative value of an unsigned dtype wraps to a large one first, as in NumPy), and
+    NumPy's values where none does, read and written."""
+    if numpy.dtype(dtype).kind == "u" and min(values) < 0:
+        values = [v % 256 for v in values]  # (uint8's wrap; uint64's too stays outside 12)
+    rows = numpy.array(values, dtype=dtype)
+    cols = numpy.array([1, 0, 2], dtype=dtype)
+    host = numpy.arange(36.0).reshape(12, 3)
+    want_error = got_error = None
+    try:
+        if write:
+            host[rows, cols] = 7.5
+            want = host
+        else:
+            want = host[rows, cols]
+    except IndexError as exc:
+        want_error = str(exc)
+    with backend_context(device_backend, threshold=0):
+        device = npgpu.asarray(numpy.arange(36.0).reshape(12, 3))
+        index = (npgpu.asarray(rows), npgpu.asarray(cols))
+        try:
+            if write:
+                device[index] = 7.5
+                got = npgpu.asnumpy(device)
+            else:
+                got = npgpu.asnumpy(device[index])
+        except IndexError as exc:
+            got_error = str(exc)
+    assert got_error == want_error
+    if want_error is None:
+        numpy.testing.assert_array_equal(got, want, strict=True)

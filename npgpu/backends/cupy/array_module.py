@@ -516,23 +516,33 @@ class ArrayModuleBackend(Compositions, Backend):
         before), its values found only where there is one."""
         flags = []
         for _, size, index in indexed:
-            outside = index >= size
-            if index.dtype.kind == "i":
-                outside |= index < -size
-            flag = outside.any()
-            if not self.is_native(flag):  # (a list index, checked on the host: no read back)
-                if flag:
+            if not self.is_native(index):  # (a list index, checked on the host: no read back)
+                if _outside_on_host(index, size):
                     return True
                 continue
-            flags.append(flag)
+            flags.append(self._outside_flag(index, size))
         if not flags:
             return False
-        return bool(flags[0] if len(flags) == 1 else self.xp.stack(flags).any())
+        found = flags[0]
+        for flag in flags[1:]:
+            found = found | flag
+        return bool(found)
+
+    def _outside_flag(self, index: Any, size: int) -> Any:
+        """A 0-d device bool: whether an element of integer ``index`` lies outside an axis of ``size``."""
+        outside = index >= size
+        if index.dtype.kind == "i":
+            outside |= index < -size
+        return outside.any()
 
     @staticmethod
     def _method_sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> None:
         a.sort(axis=axis)
 
+
+
+def _outside_on_host(index: numpy.ndarray, size: int) -> bool:
+    return bool((index >= size).any() or (index.dtype.kind == "i" and (index < -size).any()))
 
 
 def _clip_bounds_without_nan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -225,6 +225,19 @@ class Kernels:
             kernel(((size + 255) // 256,), (256,), (xs, ys, out, numpy.int64(size), numpy.int64(n)))
         return out
 
+    def _outside_flag(self, index: Any, size: int) -> Any:
+        """One reduction kernel for whether an index array has an element outside an axis of
+        ``size`` (CuPy's comparisons, an or and an any were four launches: mandelbrot2's two
+        ``N_[Xi[I], Yi[I]] = ...`` writes a step checked two index arrays each)."""
+        signed = index.dtype.kind == "i"
+
+        def build() -> Any:
+            test = "(x >= size) || (x < -size)" if signed else "x >= size"
+            return self.xp.ReductionKernel("T x, int64 size", "bool y", test, "a || b", "y = a", "false",
+                                           "npg_index_outside")
+
+        return self._kernel(("index_outside", signed), build)(index, numpy.int64(size))
+
     # -- NumPy's PCG64 and MT19937 doubles computed on the GPU (backends/random_kernels.py) ------
 
     def _kernel(self, key: Any, build: Callable[[], Any]) -> Any:
