@@ -911,10 +911,12 @@ _WEAK = frozenset({int, float, complex, bool})
 _BOOL = numpy.dtype(bool)  # a Python bool is NumPy's bool, not a weak scalar
 
 
-def _operand_keys(inputs: tuple[Any, ...]) -> tuple[Any, list[Any], Any, bool, bool] | None:
+def _operand_keys(inputs: tuple[Any, ...], hosts: list[numpy.ndarray] | None = None
+                  ) -> tuple[Any, list[Any], Any, bool, bool] | None:
     """(backend, dtypes or weak scalar types, the first device operand's shape, whether every device
     operand has that shape, whether a Python int is among them) of device arrays of one backend
-    and Python/NumPy scalars; None for anything else (or no device array)."""
+    and Python/NumPy scalars; None for anything else (or no device array). With ``hosts``, NumPy
+    arrays (not subclasses) are taken too, keyed by their dtype and listed there."""
     backend = None
     key: list[Any] = []
     shape = None
@@ -938,6 +940,9 @@ def _operand_keys(inputs: tuple[Any, ...]) -> tuple[Any, list[Any], Any, bool, b
                 python_int = True
             key.append(_BOOL if t is bool else t)
         elif isinstance(x, numpy.generic):
+            key.append(x.dtype)
+        elif t is numpy.ndarray and hosts is not None:
+            hosts.append(x)
             key.append(x.dtype)
         else:
             return None
@@ -1359,28 +1364,11 @@ def _fast_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) ->
     records): the host operands' bytes charged to the device arrays' ledgers, the host operands
     uploaded (a kept copy where one holds the same bytes) and the call recorded. NotImplemented
     for anything else and wherever the general path must decide (it raises NumPy's errors)."""
-    backend = None
-    key: list[Any] = []
     hosts: list[numpy.ndarray] = []
-    for x in inputs:
-        t = type(x)
-        if t is DeviceArray:
-            if backend is None:
-                backend = x._backend
-            elif x._backend is not backend:
-                return NotImplemented
-            key.append(x.dtype)
-        elif t is numpy.ndarray:
-            hosts.append(x)
-            key.append(x.dtype)
-        elif t in _WEAK:
-            key.append(_BOOL if t is bool else t)
-        elif isinstance(x, numpy.generic):
-            key.append(x.dtype)
-        else:
-            return NotImplemented
-    if backend is None or not hosts:
+    described = _operand_keys(inputs, hosts)
+    if described is None or not hosts:
         return NotImplemented
+    backend, key = described[0], described[1]
     cached = _LOOPS.get((uf, backend, *key))  # (filled by the general path's first such call)
     if cached is None or not cached[2] or backend.prefers_host(uf):
         return NotImplemented
