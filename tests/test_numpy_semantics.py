@@ -227,6 +227,39 @@ def test_out_given_positionally(xp):
 
 
 @differential()
+def test_device_outputs_given_positionally(xp):
+    """``ufunc(a, b, out)`` into a device array (the dispatcher's in-place roads since the
+    eighteenth session): the output returned and written, a narrower output dtype, an output
+    that overlaps an operand shifted, and NumPy's errors for a cast it refuses, a read-only output
+    and shapes that don't broadcast into it."""
+    a = xp.asarray(numpy.linspace(0.0, 3.0, 12))
+    b = xp.asarray(numpy.arange(12.0))
+    out = xp.zeros(12)
+    returned = xp.multiply(a, b, out)
+    narrow = xp.zeros(12, dtype=numpy.float32)
+    xp.add(a, 1.5, narrow)
+    shifted = xp.asarray(numpy.arange(12.0))
+    xp.add(shifted[:-1], shifted[1:], shifted[1:])
+    xp.negative(b, b)
+    errors = []
+    for call in (lambda: xp.add(a, b, xp.zeros(12, dtype=numpy.int64)),
+                 lambda: xp.add(a, b, xp.zeros(5)),
+                 lambda: xp.add(a, b, xp.asarray(numpy.zeros(12)).view())):
+        try:
+            target = call()
+        except (TypeError, ValueError) as exc:
+            errors.append(type(exc).__name__)
+        else:
+            errors.append(None)
+            assert target is not None
+    read_only = xp.asarray(numpy.zeros(12))
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        xp.add(a, b, read_only)
+    return returned is out, out, narrow, shifted, b, errors
+
+
+@differential()
 def test_put_along_axis_writes_into_a_device_array(xp):
     # silent lost write on every device backend: NumPy wrote into a host copy it then dropped
     a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
