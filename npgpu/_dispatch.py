@@ -599,23 +599,24 @@ _VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstac
                                            numpy.lib.stride_tricks.sliding_window_view: _sliding_window_view}
 _AXES = (int, type(None))
 _REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
-#: (function, backend, dtype, keywords given) -> whether the backend reduces such an array itself
+#: (function, backend, dtype, keywords given, axis a tuple) -> whether the backend reduces such an array itself
 _REDUCES: dict[tuple[Any, ...], bool] = {}
 
 
 def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``a.sum()``, ``np.max(a, axis=0)``: a reduction of one non-empty device array, with at most
-    an int ``axis`` and ``keepdims``, straight to the backend (or to the fused map-reduce kernel of
-    a pending one), without the general path's scan of the arguments and its placement rule (a
-    device operand keeps the work on the device: nothing to decide). NotImplemented for anything
-    else, and where the device fails (the general path then falls back, counted)."""
+    an ``axis`` (an int or a tuple of ints: resnet's ``axis=(1, 2, 3)``) and ``keepdims``,
+    straight to the backend (or to the fused map-reduce kernel of a pending one), without the
+    general path's scan of the arguments and its placement rule (a device operand keeps the work
+    on the device: nothing to decide). NotImplemented for anything else, and where the device
+    fails (the general path then falls back, counted)."""
     array = args[0]
     n = len(args)
     if n > 2 or (n == 2 and kwargs) or array.size == 0:
         return NotImplemented
     axis = args[1] if n == 2 else kwargs.get("axis")
-    if type(axis) not in _AXES or (kwargs and not _REDUCE_KEYWORDS.issuperset(kwargs)) or \
-            type(kwargs.get("keepdims", False)) is not bool:
+    if type(axis) not in _AXES and not (type(axis) is tuple and all(type(a) is int for a in axis)) or \
+            (kwargs and not _REDUCE_KEYWORDS.issuperset(kwargs)) or type(kwargs.get("keepdims", False)) is not bool:
         return NotImplemented
     state = _config.current()
     backend = array._backend
@@ -623,7 +624,7 @@ def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         return NotImplemented
     reduced = _reduce_pending(func, args, kwargs, backend) if array._pending is not None else None
     if reduced is None:  # (computed, or a graph the map-reduce kernel doesn't take: computed first)
-        key = (func, backend, array.dtype, tuple(kwargs))
+        key = (func, backend, array.dtype, tuple(kwargs), type(axis) is tuple)
         ok = _REDUCES.get(key)
         if ok is None:
             ok = _REDUCES[key] = not backend.prefers_host(func) and backend.supports_function(

@@ -502,6 +502,12 @@ def _divide(backend: Any, total: Any, count: int, result_dtype: numpy.dtype) -> 
     return backend.run_fused(graph, [total], [loop[1].type(count)], tuple(total.shape))
 
 
+#: (axis, ndim) -> the sorted axes a reduction's ``axis`` names (loops reduce with the same axes)
+_AXES: dict[tuple[Any, int], tuple[int, ...]] = {}
+#: (reduction, dtype) -> the dtype of its result (NumPy's, found once on a one-element array)
+_RESULT_DTYPES: dict[tuple[Any, numpy.dtype], numpy.dtype] = {}
+
+
 def reduce(func: Any, array: Any, axis: Any, keepdims: bool) -> Any:
     """A reduction of a pending graph as one map-reduce kernel; None when the backend can't."""
     backend = array._backend
@@ -516,14 +522,20 @@ def reduce(func: Any, array: Any, axis: Any, keepdims: bool) -> Any:
     elif ndim == 0 and type(axis) is int and axis in (0, -1) and not divide:
         axes = ()  # (NumPy's ufunc reductions take these of a 0-d array; its mean does not)
     else:
-        axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
-    probe = numpy.zeros(1, pending.dtype)
-    result_dtype = func(probe).dtype
+        plain = type(axis) is int or all(type(a) is int for a in axis)
+        axes = _AXES.get((axis, ndim)) if plain else None
+        if axes is None:  # (NumPy's errors for an axis out of range, repeated or not an integer)
+            axes = tuple(sorted(normalize_axis_tuple(axis, ndim)))
+            if plain and len(_AXES) < 256:
+                _AXES[axis, ndim] = axes
+    result_dtype = _RESULT_DTYPES.get((func, pending.dtype))
+    if result_dtype is None:
+        result_dtype = _RESULT_DTYPES[func, pending.dtype] = func(numpy.zeros(1, pending.dtype)).dtype
     acc_dtype = numpy.dtype(numpy.float64) if divide and pending.dtype.kind in "biu" else result_dtype
     if not backend.supports_dtypes((acc_dtype,)) or (divide and acc_dtype.kind not in "fc"):
         return None
     state = _GraphState()
-    count = int(numpy.prod([pending.shape[a] for a in axes])) if axes else 1
+    count = math.prod([pending.shape[a] for a in axes])
     if count == 0:
         return None  # NumPy's error, warning or identity (+0.0, where kernels start from -0.0) comes eagerly
     started = time.perf_counter()
