@@ -603,6 +603,28 @@ def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like):
     numpy.testing.assert_array_equal(numpy.asarray(C), numpy.asarray(B))
 
 
+def test_a_fused_reduction_counts_numpys_passes_over_the_whole_shape(gpu_like):
+    """resnet's ``sum(x[:, i:i + k, j:j + k, :, None] * w, axis=(1, 2, 3))``: NumPy makes the
+    broadcast product (a pass writing the whole shape), then sums it (a pass reading it); the
+    device runs one map-reduce kernel. The window gets that difference for the whole shape, not
+    for the small view the program indexed (resnet's pixel loop moved to the host while each of
+    its kernels saved NumPy two passes over 295 kB)."""
+    rng = numpy.random.default_rng(4)
+    x_host, w = rng.random((8, 6, 6, 32)), rng.random((3, 3, 32, 32))
+    x, dw = npgpu.asarray(x_host), npgpu.asarray(w)[None]
+    x[0, 0, 0, 0]  # (an element read: the window opens)
+    before = _residency._Window.excess
+    got = npgpu.sum(x[:, 1:4, 2:5, :, None] * dw, axis=(1, 2, 3))
+    view_bytes = x_host[:, 1:4, 2:5, :, None].nbytes
+    view = GPU.launch_s - GPU.host_call_s + view_bytes * (1 / GPU.device_bytes_per_s - 1 / GPU.host_bytes_per_s)
+    whole = 8 * 3 * 3 * 32 * 32 * 8  # (the product's shape, float64)
+    credit = GPU.device_op_s(whole) - 2 * (GPU.host_call_s + GPU.host_op_s(whole))
+    assert credit < 0
+    assert _residency._Window.excess - before == pytest.approx(view + credit)
+    numpy.testing.assert_allclose(numpy.asarray(got), numpy.sum(x_host[:, 1:4, 2:5, :, None] * w[None], axis=(1, 2, 3)),
+                                  rtol=1e-13)
+
+
 def _escape_grid(n, steps):
     """mandelbrot2's shape, written for this test: a grid indexes small coordinate tables, the
     points that have not escaped narrow every array."""

@@ -569,4 +569,6 @@ def reduce(func: Any, array: Any, axis: Any, keepdims: bool) -> Any:
         native = backend.call_function(numpy.reshape, (native, kept), {})
     _report.record(func, "device")
     _launch_stats(state, 0, started)
+    if tracked:  # (residency: NumPy makes each recorded call's pass over the whole shape, then the reduction's)
+        _hooks.core.charge_kernel(backend, len(state.pendings) + 1, math.prod(pending.shape) * pending.dtype.itemsize)
     return native
