@@ -37,7 +37,9 @@ at least SHARE of it: a loop's phases work on some arrays, then on others) then 
 view of it (``migrate``), and its origin is learned: arrays made there later, while this
 ``enable()`` is in force, are NumPy's arrays from the start (placement rule LEARNED_ON_HOST), so a
 loop that ran slower than NumPy on its first call runs as NumPy on the next. An array moves only
-once its excess has cost AMORTIZED times its own move. A new window opens.
+once its excess has cost AMORTIZED times its own move. A new window opens. A window whose estimate says the
+device saved more than the window took (CALM) makes the next ones sample the index charges, each
+one taken weighted by those it stands for.
 
 Arrays move only while the program runs one thread (daemon threads aside: libraries' background
 threads, npgpu's staging workers): another thread could be inside a call holding the array's
@@ -90,6 +92,19 @@ MOVER = 0.02
 #: how many times its own move an array's excess must have cost before it moves (go_fast's 3.2 GB
 #: matrix, read 20 000 times element by element, is worth keeping on the device for its last add)
 AMORTIZED = 2.0
+#: a window whose estimated excess is at most -CALM times its wall time (the device saved, by the
+#: estimate, more than the window took: a stencil's views feeding kernels over whole arrays) makes
+#: the next windows sample the index charges: one in STRIDE on average, each standing for the ones
+#: passed (weighted), the stride doubling with each such window up to STRIDE_MAX and back to 1 at
+#: any other. A view's charge cost 1.5-2 us of CPU, a fifth of fdtd_2d's step (emulated, kernels
+#: faked: 131 us a step tracked, 97 not); a window still holds WINDOW_EVENTS charges taken, so it
+#: spans STRIDE times as many and a phase of element work is judged as before, later
+CALM = 1.0
+STRIDE_MAX = 16
+#: the lengths of the runs between sampled charges, cycled (pseudo-random: a loop body's charges
+#: come in a fixed order, and a fixed stride could pick the same few of them every iteration);
+#: scaled to the stride, they average one
+_RUNS = (0.75, 1.5, 0.5, 1.25, 1.0, 0.625, 1.375, 1.0, 0.875, 1.125, 0.25, 1.75, 1.0, 0.5, 1.5, 1.0)
 #: the last judged windows: (wall seconds, estimated excess seconds, charges, arrays moved, NumPy's
 #: estimated seconds for the charged work)
 history: collections.deque[tuple[float, float, int, int, float]] = collections.deque(maxlen=64)
@@ -315,6 +330,10 @@ def _ledger_of(root: Any) -> Ledger | None:
 def charge_read(array: Any, key: Any, result: Any) -> None:
     """``array[key]`` (DeviceArray's method, called from the frame above it) gave ``result``:
     charge the ledger of the array it views. (Run at every index of a tracked array: few calls.)"""
+    window = _Window
+    if window.skip:  # (a calm window's sampling: this charge is stood for by the next one taken)
+        window.skip -= 1
+        return
     found = _user_ledger(array, sys._getframe(2))
     if found is None:
         return
@@ -357,6 +376,10 @@ def _inherit(copy: Any, ledger: Ledger) -> None:
 def charge_write(array: Any, key: Any, value: Any) -> None:
     """``array[key] = value`` ran (DeviceArray's method, called from the frame above it): charge
     the ledger of the array it writes."""
+    window = _Window
+    if window.skip:  # (a calm window's sampling)
+        window.skip -= 1
+        return
     found = _user_ledger(array, sys._getframe(2))
     if found is None:
         return
@@ -395,11 +418,21 @@ class _Window:
     excess = 0.0
     events = 0
     numpy_s = 0.0  # (NumPy's estimated time for the work charged: views, reads, writes, kernels)
+    stride = 1  # (calm windows: one index charge in ``stride`` is taken, on average; CALM)
+    skip = 0  # (index charges still to pass before the next one taken)
+    weight = 1  # (how many charges the next one taken stands for)
+    runs = 0  # (position in _RUNS)
 
     @classmethod
     def clear(cls) -> None:
         """Close the window: the next charge opens one."""
         cls.excess, cls.events, cls.numpy_s = 0.0, 0, 0.0
+
+    @classmethod
+    def reset(cls) -> None:
+        """Close the window and take every charge again."""
+        cls.clear()
+        cls.stride, cls.skip, cls.weight = 1, 0, 1
 
 
 def charge_moves(devices: list[Any], nbytes: int) -> None:
@@ -486,8 +519,15 @@ def _add(ledger: Ledger | None, excess: float, numpy_s: float = 0.0) -> None:
 def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
     """Charge ``ledger`` ``excess`` for work NumPy would do in ``numpy_s``; judge the window once it
     holds WINDOW_EVENTS charges and MIN_WINDOW_S of wall time."""
-    _add(ledger, excess, numpy_s)
     window = _Window
+    if window.stride > 1:  # (a calm window's sample: it stands for the charges passed since the last)
+        weight = window.weight
+        excess *= weight
+        numpy_s *= weight
+        window.runs = runs = (window.runs + 1) % len(_RUNS)
+        window.weight = max(1, round(window.stride * _RUNS[runs]))
+        window.skip = window.weight - 1
+    _add(ledger, excess, numpy_s)
     window.events += 1
     if window.events < WINDOW_EVENTS:
         return
@@ -510,6 +550,10 @@ def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
         for each in ledgers:
             each.excess = 0.0
         history.append((took, window.excess, window.events, len(moving), window.numpy_s))
+        if not moving and window.excess <= -CALM * took:
+            window.stride = min(2 * window.stride, STRIDE_MAX)
+        else:
+            window.stride, window.skip, window.weight = 1, 0, 1
         window.clear()  # (the next charge opens the next window)
     for each in moving:
         array = each.ref()

@@ -42,10 +42,11 @@ BACKEND_PARAMS = [
 
 @pytest.fixture(autouse=True)
 def _fresh_residency_window() -> None:
-    """Each test starts with residency's window empty: charges left by the tests before it (their
-    arrays indexed under measured costs) would otherwise be judged inside it, and move its arrays
-    (a loop of 9 column statements on CuPy lost two of its kernels so, after other tests)."""
-    _residency._Window.clear()
+    """Each test starts with residency's window empty and every charge taken: charges left by the
+    tests before it (their arrays indexed under measured costs) would otherwise be judged inside
+    it, and move its arrays (a loop of 9 column statements on CuPy lost two of its kernels so,
+    after other tests)."""
+    _residency._Window.reset()
 
 
 @pytest.fixture(params=BACKEND_PARAMS)

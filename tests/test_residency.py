@@ -36,7 +36,7 @@ def gpu_like(monkeypatch):
     monkeypatch.setattr(backend, "costs", GPU)
     with npgpu.enable("emulated", threshold=0) as change:
         yield change.state
-    _residency._Window.clear()
+    _residency._Window.reset()
 
 
 def lu(A, n):  # (the row-and-element loop of an LU factorization, as NPBench's lu writes it)
@@ -180,6 +180,40 @@ def test_a_loop_whose_time_numpy_would_mostly_take_too_stays(gpu_like, monkeypat
     assert all(numpy_s > _residency.NUMPY_SHARE * took for took, _, _, _, numpy_s in windows)
     assert type(A) is _array.DeviceArray
     assert all(moved == 0 for _, _, _, moved, _ in windows)
+
+
+def test_calm_windows_sample_their_charges_and_element_work_still_moves_the_array(gpu_like, monkeypatch):
+    """Views of 1.7 MB of an 8 MB array (a stencil's: each credits the device more than the
+    window's wall time) make the windows calm, and the index charges are sampled, one in
+    STRIDE_MAX at most, each weighted by the ones it stands for. When the loop turns to element
+    reads of the same array (a round trip each, NumPy's call instead), the sampled charges still
+    add up to the excess that moves it, once they have paid back the views' credit (an array
+    moves only when its charges since it was made exceed its move): later by at most the longer
+    windows."""
+    clock = _Clock()
+    monkeypatch.setattr(_residency, "time", clock)
+    host = numpy.arange(1_000_000.0)
+    A = npgpu.asarray(host.copy())
+    _residency.history.clear()
+    for i in range(4000):
+        A[i % 7:i % 7 + 210_000]  # noqa: B018
+        clock.now += 100e-6
+    assert _residency._Window.stride == _residency.STRIDE_MAX
+    assert all(moved == 0 for _, _, _, moved, _ in _residency.history)
+    assert type(A) is _array.DeviceArray
+    judged = len(_residency.history)
+    reads = 0
+    while type(A) is _array.DeviceArray and reads < 20 * _residency.WINDOW_EVENTS * _residency.STRIDE_MAX:
+        assert float(A[reads % 1000]) == host[reads % 1000]
+        reads += 1
+        clock.now += 100e-6
+    assert type(A) is _array.ResidentArray
+    assert reads > _residency.WINDOW_EVENTS  # (the moving window spanned more reads than it took)
+    windows = list(_residency.history)[judged:]
+    took, excess = windows[-1][0], windows[-1][1]
+    assert excess >= _residency.SHARE * took
+    assert _residency._Window.stride == 1  # (a window that moved arrays is not calm)
+    numpy.testing.assert_array_equal(numpy.asarray(A), host)
 
 
 def test_whole_array_work_stays_on_the_device(gpu_like):
@@ -385,7 +419,7 @@ def test_moves_happen_between_statements_never_inside_a_call(name, monkeypatch):
     are 1 ms, so the excess outweighs a slow machine's wall time (with 60 us the array stayed on
     PoCL, pure Python, in a loaded CI run: a step there took more than 600 us)."""
     monkeypatch.setattr(get_backend(name), "costs", dataclasses.replace(GPU, launch_s=1e-3, upload_s=1e-3))
-    _residency._Window.clear()  # (no window left open by another test)
+    _residency._Window.reset()  # (no window left open by another test)
     rng = numpy.random.default_rng(5)
     host, w = rng.random((300, 300)), rng.random(300)
     expected = [(host[k % 300] * (w + k)).sum() for k in range(2000)]
@@ -706,5 +740,5 @@ def test_threads_opening_and_dropping_ledgers_while_windows_are_judged(monkeypat
     try:
         run_in_threads(work, range(4), switch_interval=1e-6)  # (switches inside the judgement's walk)
     finally:
-        _residency._Window.clear()
+        _residency._Window.reset()
     assert problems == []
