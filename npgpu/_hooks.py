@@ -76,8 +76,9 @@ class Core(Protocol):
     def charge_conversion(self, array: Any, moving_s: float | None = None) -> None:
         """Residency: NumPy converted ``array`` to a host array (npgpu/_residency.py)."""
 
-    def charge_kernel(self, backend: Any, ops: int, nbytes: int) -> None:
-        """Residency: a kernel of ``ops`` elementwise operations wrote ``nbytes`` (npgpu/_residency.py)."""
+    def charge_kernel(self, backend: Any, ops: int, nbytes: int, seconds: float = 0.0) -> None:
+        """Residency: a kernel of ``ops`` elementwise operations wrote ``nbytes``, its launch taking
+        ``seconds`` here (npgpu/_residency.py)."""
 
 
 class _Hooks:

@@ -467,7 +467,7 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
             learn_line(state, frame)
 
 
-def charge_kernel(backend: Any, ops: int, nbytes: int) -> None:
+def charge_kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0) -> None:
     """A device kernel of ``ops`` elementwise operations wrote ``nbytes`` while arrays are tracked
     (a matrix product or a reduction: the bytes it read and wrote, since NumPy reads them too):
     what it cost beyond the ``ops`` passes NumPy would have made (a credit where the device is
@@ -476,12 +476,15 @@ def charge_kernel(backend: Any, ops: int, nbytes: int) -> None:
     without it, a window counted only the device's index costs; correlation's column writes, one
     for each 50 MB product of device data, moved its result matrix to the host, where each write
     then downloaded the product. Only a window that index work
-    opened takes it, so a program's earlier elementwise phases don't credit a later element loop."""
+    opened takes it, so a program's earlier elementwise phases don't credit a later element loop.
+    ``seconds``: what the launch took of this process's time, where measured (npgpu's work and the
+    backend's call): the device's side is at least that. resnet's per-pixel map-reduce kernel took
+    90 us of the H200's host against a launch's measured 34, and NumPy's two passes 72."""
     costs = backend.costs
     window = _Window
     if costs is not None and window.events:
         numpy_s = ops * (costs.host_call_s + costs.host_op_s(nbytes))
-        window.excess += costs.device_op_s(nbytes) - numpy_s
+        window.excess += max(costs.device_op_s(nbytes), seconds) - numpy_s
         window.numpy_s += numpy_s
 
 

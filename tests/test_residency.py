@@ -620,9 +620,19 @@ def test_small_creations_feeding_host_data_that_a_device_mask_selects_are_made_o
     assert type(npgpu.linspace(-2.0, 0.5, 400)) is numpy.ndarray  # (another line's stays NumPy's)
 
 
-def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like):
+class _StoppedClock:
+    """materialize's clock, stopped: a launch takes no time of this process (the emulated
+    backend's NumPy work would otherwise count as the launch's CPU time, a GPU's would not)."""
+
+    @staticmethod
+    def perf_counter():
+        return 100.0
+
+
+def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like, monkeypatch):
     """A kernel's time on the device against NumPy's passes over the same bytes goes into the
     open window (a credit: the device is faster on 8 MB), and into none before index work opens one."""
+    monkeypatch.setattr(npgpu.lazy.materialize, "time", _StoppedClock)
     A = npgpu.asarray(numpy.arange(1_000_000.0))
     B = A * 2.0 + 1.0
     npgpu.sync()
@@ -637,12 +647,13 @@ def test_elementwise_kernels_count_in_a_window_that_index_work_opened(gpu_like):
     numpy.testing.assert_array_equal(numpy.asarray(C), numpy.asarray(B))
 
 
-def test_a_fused_reduction_counts_numpys_passes_over_the_whole_shape(gpu_like):
+def test_a_fused_reduction_counts_numpys_passes_over_the_whole_shape(gpu_like, monkeypatch):
     """resnet's ``sum(x[:, i:i + k, j:j + k, :, None] * w, axis=(1, 2, 3))``: NumPy makes the
     broadcast product (a pass writing the whole shape), then sums it (a pass reading it); the
     device runs one map-reduce kernel. The window gets that difference for the whole shape, not
     for the small view the program indexed (resnet's pixel loop moved to the host while each of
     its kernels saved NumPy two passes over 295 kB)."""
+    monkeypatch.setattr(npgpu.lazy.materialize, "time", _StoppedClock)
     rng = numpy.random.default_rng(4)
     x_host, w = rng.random((8, 6, 6, 32)), rng.random((3, 3, 32, 32))
     x, dw = npgpu.asarray(x_host), npgpu.asarray(w)[None]
@@ -657,6 +668,21 @@ def test_a_fused_reduction_counts_numpys_passes_over_the_whole_shape(gpu_like):
     assert _residency._Window.excess - before == pytest.approx(view + credit)
     numpy.testing.assert_allclose(numpy.asarray(got), numpy.sum(x_host[:, 1:4, 2:5, :, None] * w[None], axis=(1, 2, 3)),
                                   rtol=1e-13)
+
+
+def test_a_kernel_is_charged_at_least_the_time_its_launch_took_here(gpu_like):
+    """The device's side of a kernel is its launch and bytes by the measured costs, or the time
+    the launch took of this process where that is longer (npgpu's work and the backend's call:
+    resnet's per-pixel map-reduce took 90 us of the H200's host, a launch measures 34 us, and
+    NumPy's two passes over its 295 kB take 72)."""
+    backend = gpu_like.backend
+    A = npgpu.asarray(numpy.arange(10.0))
+    A[3]  # noqa: B018  (an element read: the window opens)
+    numpy_s = 2 * (GPU.host_call_s + GPU.host_op_s(295_000))
+    for seconds, device_s in ((0.0, GPU.device_op_s(295_000)), (1e-6, GPU.device_op_s(295_000)), (90e-6, 90e-6)):
+        before = _residency._Window.excess
+        _residency.charge_kernel(backend, 2, 295_000, seconds)
+        assert _residency._Window.excess - before == pytest.approx(device_s - numpy_s)
 
 
 def _escape_grid(n, steps):

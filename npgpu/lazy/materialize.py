@@ -208,7 +208,7 @@ def materialize(array: Any, out: Any = None) -> None:
     if started is not None:
         _launch_stats(state, result.nbytes, started)
         if tracked:  # (residency: what the kernel saved or cost against NumPy's passes)
-            _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes)
+            _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes, time.perf_counter() - started)
     if launch is not None:
         _fperr.launched(backend, launch)
 
@@ -570,5 +570,6 @@ def reduce(func: Any, array: Any, axis: Any, keepdims: bool) -> Any:
     _report.record(func, "device")
     _launch_stats(state, 0, started)
     if tracked:  # (residency: NumPy makes each recorded call's pass over the whole shape, then the reduction's)
-        _hooks.core.charge_kernel(backend, len(state.pendings) + 1, math.prod(pending.shape) * pending.dtype.itemsize)
+        _hooks.core.charge_kernel(backend, len(state.pendings) + 1, math.prod(pending.shape) * pending.dtype.itemsize,
+                                  time.perf_counter() - started)
     return native
