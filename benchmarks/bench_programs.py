@@ -300,6 +300,7 @@ STATEMENTS = {
     "matvec": "y[:, 3] @ y[:, 4:]",
     "mask_select": "y[y > 0.5]",
     "mask_reused": "x[m], y[m]",
+    "pixel_sum": "x[3, :8] = (y[:3, :, None] * w3).sum(axis=(0, 1))",
 }
 
 
@@ -309,8 +310,9 @@ class TimeStatementCost(BackendBenchmark):
     (fdtd_2d's ``hz`` update: the strided kernel), an expression broadcasting a row into a
     whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a matrix-vector product
-    of column views (correlation's), a mask's selection (mandelbrot2's) and two arrays selected by
-    one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``). What a loop of such
+    of column views (correlation's), a mask's selection (mandelbrot2's), two arrays selected by
+    one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``) and a map-reduce over a tuple
+    of axes with small host weights, written into a row (resnet's pixel). What a loop of such
     statements pays beyond its kernels (fdtd_2d's are the stencil kind).
     On a CPU OpenCL device (PoCL) the kernels run on this process's threads: their work is CPU
     time here too, so only a GPU's figures are the statements' overhead alone."""
@@ -326,6 +328,7 @@ class TimeStatementCost(BackendBenchmark):
                       "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
         self.scope["m"] = self.scope["y"] > 0.5
         self.scope["b"] = self.xp.asarray(random_array(200, seed=11))
+        self.scope["w3"] = random_array(4_800, seed=12).reshape(3, 200, 8)  # (a host array, as resnet's weights)
         self.code = compile(f"for _ in range({self.repeats}):\n    {STATEMENTS[statement]}\n", "statement", "exec")
         self.track_cpu_per_statement(backend, statement)  # compiles the kernels outside the measurement
 
