@@ -1373,19 +1373,25 @@ def _fast_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], frame: Any) ->
     cached = _LOOPS.get((uf, backend, *key))  # (filled by the general path's first such call)
     if cached is None or not cached[2] or backend.prefers_host(uf):
         return NotImplemented
-    _broadcast_check(inputs)  # (NumPy's error before anything moves)
+    loop = cached[0]
+    shape = _broadcast_check(inputs)  # (NumPy's error before anything moves)
     if tracked:
         _residency.charge_moves([x for x in inputs if type(x) is DeviceArray], upload_bytes(hosts, backend))
-    return _record_with_host_operands(uf, inputs, cached[0], (), backend, frame, checked=True)
+    # (what _fast_call checks again for a call it records: Python ints against the loop, integer
+    # powers' exponents, a 0-d result; else the call is recorded at once, its loop and shape known)
+    plain = not described[4] and shape and not (uf is numpy.power and _integer_power(uf, loop))
+    return _record_with_host_operands(uf, inputs, loop, (), backend, frame, checked=True,
+                                      shape=shape if plain else None)
 
 
 def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: tuple[numpy.dtype, ...],
                                operand_dtypes: tuple[numpy.dtype, ...], backend: Any, frame: Any,
-                               checked: bool = False) -> Any:
+                               checked: bool = False, shape: tuple[int, ...] | None = None) -> Any:
     """``device_array * host_array``: the host operand moves to the device (as it would for the
     eager kernel), and the call is recorded like any other, so it fuses with what follows (resnet's
     ``sum(x[..., None] * w, axis=...)`` is then one map-reduce kernel); NotImplemented when it
-    can't be recorded (``checked``: the caller knows it can)."""
+    can't be recorded (``checked``: the caller knows it can; ``shape``: the broadcast shape, given
+    where the caller has made every check _fast_call makes before it records)."""
     if not checked and not _recorder.can_fuse(backend, uf, loop, operand_dtypes) or \
             not all(type(x) in (DeviceArray, numpy.ndarray) or type(x) in _WEAK or isinstance(x, numpy.generic)
                     for x in inputs):
@@ -1395,6 +1401,8 @@ def _record_with_host_operands(uf: numpy.ufunc, inputs: tuple[Any, ...], loop: t
                       for x in inputs)
     except FALLBACK_FAULTS:  # [device faults] the general path decides (and counts) what runs where
         return NotImplemented
+    if shape is not None:
+        return _recorder.record(uf, loop, moved, backend, shape, frame)
     return _fast_call(uf, moved, True, frame)
 
 
