@@ -88,6 +88,7 @@ def timed(func: Any, info: dict[str, Any], data: dict[str, Any], copy: Any) -> t
 
 
 def row(name: str, root: Path, backend: str, preset: str, rounds: int) -> dict[str, Any]:
+    """One kernel: NumPy's and npgpu's calls interleaved, with the report of npgpu's last call."""
     info = json.loads((root / "bench_info" / f"{name}.json").read_text())["benchmark"]
     folder = root / "npbench" / "benchmarks" / info["relative_path"]
     kernel = folder / f"{info['module_name']}_numpy.py"
@@ -100,20 +101,24 @@ def row(name: str, root: Path, backend: str, preset: str, rounds: int) -> dict[s
         first, got = timed(accelerated, info, data, lambda v: npgpu.asarray(numpy.copy(v)))
         ok = agrees(expected, got)
         times: dict[str, list[float]] = {"numpy": [], "npgpu": []}
+        last_report = ""
         for r in range(rounds):
             order = ("numpy", "npgpu") if r % 2 == 0 else ("npgpu", "numpy")
             for which in order:
                 if which == "numpy":
                     seconds, _ = timed(plain, info, data, numpy.copy)
                 else:
+                    npgpu.report(reset=True)  # (the counts only: what residency learned stays)
                     seconds, got = timed(accelerated, info, data, lambda v: npgpu.asarray(numpy.copy(v)))
+                    last_report = str(npgpu.report())
                     ok = ok and agrees(expected, got)
                 times[which].append(seconds)
     numpy_s, npgpu_s = statistics.median(times["numpy"]), statistics.median(times["npgpu"])
     ratios = [n / g for n, g in zip(times["numpy"], times["npgpu"], strict=True)]
     return {"bench": name, "ok": ok, "numpy_s": numpy_s, "npgpu_s": npgpu_s, "npgpu_first_s": first,
             "speedup": numpy_s / npgpu_s, "round_speedup_median": statistics.median(ratios),
-            "round_speedups": ratios, "numpy_times": times["numpy"], "npgpu_times": times["npgpu"]}
+            "round_speedups": ratios, "numpy_times": times["numpy"], "npgpu_times": times["npgpu"],
+            "last_report": last_report}
 
 
 def main(argv: list[str]) -> int:
@@ -124,6 +129,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", required=True, help="comma-separated kernel names (bench_info/*.json)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--report", type=int, default=0, metavar="LINES",
+                        help="print this many lines of npgpu.report() for each row's last npgpu call")
     options = parser.parse_args(argv)
     rows = []
     for name in filter(None, options.only.split(",")):
@@ -132,6 +139,8 @@ def main(argv: list[str]) -> int:
         spread = ", ".join(f"{x:.2f}" for x in result["round_speedups"])
         print(f"{name:20s} ok={result['ok']!s:5s} numpy {result['numpy_s'] * 1e3:9.1f} ms  npgpu "
               f"{result['npgpu_s'] * 1e3:9.1f} ms  x{result['speedup']:6.2f}  rounds: {spread}", flush=True)
+        if options.report:
+            print("\n".join(result["last_report"].splitlines()[:options.report]), flush=True)
     if options.json:
         options.json.write_text(json.dumps(rows, indent=1))
     return 0 if all(r["ok"] for r in rows) else 1
