@@ -28,6 +28,7 @@ from ._transfer import (
     view_of,
     wrap,
 )
+from .backends.base import overlap_stand_ins
 from .kernels import ir as _ir
 from .kernels.ufuncs import is_supported_dtype as _kernel_dtype
 from .lazy import materialize as _lazy
@@ -47,9 +48,18 @@ def _proxy_tree(obj: Any) -> Any:
 
 
 def _memory_overlap(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """``shares_memory`` / ``may_share_memory`` of two device arrays: NumPy's answer (and its
+    TooHardError for ``max_work``) for host stand-ins laid out as their memory is."""
     a, b = args[0], args[1]
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        return a._backend is b._backend and bool(a._backend.shares_memory(a._native, b._native))
+        backend = a._backend
+        if b._backend is not backend:
+            return False
+        native_a, native_b = a._native, b._native
+        if not backend.may_share_memory(native_a, native_b):
+            # (False, or NumPy's error for bad arguments)
+            return func(numpy.empty(0), numpy.empty(0), *args[2:], **kwargs)
+        return func(*overlap_stand_ins(backend, native_a, native_b), *args[2:], **kwargs)
     if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
         return False  # device and host memory never overlap
     return func(*args, **kwargs)
@@ -393,6 +403,9 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     else:
         overlapping, known = _lazy.write_plan(value, backend, view)
         if overlapping:
+            # (``known`` keeps the statement's inner arrays alive: held, they stay pending after the
+            # value's kernel computed them, and the write ran each again as a kernel of its own)
+            del known
             return _indexed_setitem(array, key, value, backend, frame)
         _lazy.before_write(backend, view, skip=value, known=known)
         _lazy.materialize(value, out=view)

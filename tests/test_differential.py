@@ -157,6 +157,17 @@ def test_view_shares_memory(xp):
 
 
 @differential()
+def test_interleaved_views_share_no_memory_but_may(xp):
+    """Columns interleave: their bounds overlap, no element is shared (NumPy's exact answer)."""
+    a = xp.arange(24.0).reshape(4, 6)
+    pairs = [(a[:, 0], a[:, 1]), (a[:, 1], a[:, 1]), (a[::2, 0], a[1::2, 0]), (a[:, ::2], a[:, 1::2]),
+             (a[:, ::2], a[:, 2::2]), (a.T[1], a[:, 1]), (a[0], a[:, 0])]
+    return ([xp.shares_memory(x, y) for x, y in pairs], [xp.may_share_memory(x, y) for x, y in pairs],
+            [xp.shares_memory(x, y, max_work=0) for x, y in pairs],
+            [xp.may_share_memory(x, y, max_work=-1) for x, y in pairs])
+
+
+@differential()
 def test_strided_transposed_negative(xp):
     a = xp.arange(24.0).reshape(4, 6)
     return a.T * 2, a[::-1, ::2] + 1, a[1:, 2:].sum(axis=0), xp.ascontiguousarray(a.T[::2])

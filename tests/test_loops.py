@@ -17,6 +17,14 @@ def _kernels() -> float:
     return npgpu.report().kernels.get("kernels_launched", 0)
 
 
+@pytest.fixture
+def no_moves(monkeypatch):
+    """Fusion counted: residency's moves, judged on measured costs and wall time, kept out of it
+    (either of its rules could move an array to the host mid-test, its origin then learned)."""
+    monkeypatch.setattr(_residency, "SHARE", float("inf"))
+    monkeypatch.setattr(_residency, "FLOOR", float("inf"))
+
+
 def test_in_place_updates_of_views_in_a_loop_are_numpys(device_backend):
     rng = numpy.random.default_rng(3)
     host = [rng.random((12, 9)) for _ in range(3)]
@@ -69,9 +77,7 @@ def test_a_read_only_array_refuses_even_its_own_view(device_backend):
             a[1:3] = a[1:3]
 
 
-def test_an_expression_assigned_into_a_column_is_one_kernel(device_backend, monkeypatch):
-    """(Fusion counted: residency's moves, judged on measured costs, are kept out of it.)"""
-    monkeypatch.setattr(_residency, "SHARE", float("inf"))
+def test_an_expression_assigned_into_a_column_is_one_kernel(device_backend, monkeypatch, no_moves):
     rng = numpy.random.default_rng(4)
     img = rng.random((16, 10))
     want = numpy.empty_like(img)
@@ -167,6 +173,80 @@ def test_an_expression_reading_what_it_overwrites_is_numpys(device_backend):
         b = npgpu.asarray(host)
         b[::-1] = b * 3.0  # (the same memory, reversed: not the same view)
         numpy.testing.assert_array_equal(numpy.asarray(b), host[::-1] * 3.0)
+
+
+def test_an_expression_reading_what_it_overwrites_is_one_kernel(device_backend):
+    """The value's kernel runs once, into a temporary the write then copies: its inner arrays,
+    which only the statement holds, are not run again as kernels of their own."""
+    host = numpy.arange(40.0)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host)
+        npgpu.sync()
+        npgpu.report(reset=True)
+        a[1:] = a[:-1] * 2.0 + a[1:] * 3.0 - 1.0
+        host[1:] = host[:-1] * 2.0 + host[1:] * 3.0 - 1.0
+        npgpu.sync()
+        if npgpu.backends.get_backend(device_backend).supports_fusion:
+            assert _kernels() == 1
+        numpy.testing.assert_array_equal(numpy.asarray(a), host)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_recursion_over_interleaved_views_of_its_target_is_one_kernel_a_step(device_backend, order, no_moves):
+    """deriche's filters: ``y[:, j]`` from ``y[:, j - 1]`` and ``y[:, j - 2]`` (columns whose bounds
+    overlap, though they share no element), forwards and backwards, over columns and rows. Each
+    step is one kernel computed in the written view, with NumPy's values."""
+    rng = numpy.random.default_rng(13)
+    img = numpy.asarray(rng.random((12, 9)), order=order)
+    steps = {
+        "y[:, j] = 0.3 * x[:, j] + 0.5 * y[:, j - 1] - 0.2 * y[:, j - 2]": range(2, 9),
+        "y[:, j] = 0.4 * x[:, j + 1] + 0.5 * y[:, j + 1] - 0.1 * y[:, j + 2]": range(6, -1, -1),
+        "y[j, :] = 0.3 * x[j, :] + 0.5 * y[j - 1, :] - 0.2 * y[j - 2, :]": range(2, 12),
+        "y[j, 1:] = 0.3 * x[j, :-1] + 0.5 * y[j - 1, :-1]": range(1, 12),
+    }
+    with npgpu.enable(device_backend, threshold=0):
+        for statement, js in steps.items():
+            want = numpy.array(img * 0.5, order=order)
+            x, y = npgpu.asarray(img), npgpu.asarray(want)
+            npgpu.sync()
+            npgpu.report(reset=True)
+            for j in js:
+                exec(statement, {"x": x, "y": y, "j": j})
+                exec(statement, {"x": img, "y": want, "j": j})
+            npgpu.sync()
+            if npgpu.backends.get_backend(device_backend).supports_fusion:
+                assert _kernels() == len(js), statement
+            numpy.testing.assert_array_equal(numpy.asarray(y), want)
+
+
+def test_views_share_memory_exactly_as_numpy_says():
+    """The backends' overlap test (``base.elements_overlap``): for views of one buffer with
+    overlapping bounds, whether they share a byte is NumPy's exact answer, for any strides, item
+    sizes and offsets (odd ones included)."""
+    from npgpu.backends.base import elements_overlap
+
+    rng = numpy.random.default_rng(14)
+    buffer = numpy.zeros(4096, numpy.uint8)
+    checked = shared = 0
+    for _ in range(3000):
+        itemsize = int(rng.choice([1, 2, 8, 16]))
+        views = []
+        for _ in range(2):
+            ndim = int(rng.choice([1, 1, 2, 3]))
+            shape = tuple(int(n) for n in rng.choice([1, 2, 3, 5], ndim))
+            strides = tuple(int(k) * itemsize + int(rng.choice([0, 0, 1])) for k in rng.choice([-3, -1, 1, 2, 7], ndim))
+            offset = 2000 + int(rng.integers(0, 40)) * itemsize + int(rng.choice([0, 0, 1]))
+            view = numpy.lib.stride_tricks.as_strided(buffer[offset:], shape=shape + (itemsize,),
+                                                      strides=strides + (1,))
+            views.append((offset, shape, strides, view))
+        (oa, sa, ta, va), (ob, sb, tb, vb) = views
+        if not numpy.may_share_memory(va, vb):
+            continue
+        want = bool(numpy.shares_memory(va, vb))
+        assert elements_overlap(oa, sa, ta, itemsize, ob, sb, tb, itemsize) is want, (oa, sa, ta, ob, sb, tb, itemsize)
+        checked += 1
+        shared += want
+    assert checked > 1000 and 0 < shared < checked
 
 
 def test_a_different_dtype_or_shape_is_cast_and_broadcast_as_numpy_does(device_backend):

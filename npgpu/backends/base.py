@@ -28,6 +28,61 @@ def native_numeric(dtype: Any) -> bool:
     return dtype.kind in "biufc" and dtype.isnative
 
 
+#: how much of NumPy's overlap solver ``elements_overlap`` spends before it answers "they may"
+_OVERLAP_WORK = 1000
+#: where ``elements_overlap`` puts its stand-ins' first byte: their addresses are only compared
+_STAND_IN_BASE = 1 << 40
+
+
+def elements_overlap(offset_a: int, shape_a: tuple[int, ...], strides_a: tuple[int, ...], itemsize_a: int,
+                     offset_b: int, shape_b: tuple[int, ...], strides_b: tuple[int, ...], itemsize_b: int) -> bool:
+    """Whether two views of one allocation (byte offsets of their first elements, shapes, strides
+    in bytes, item sizes) share a byte, for views whose bounds overlap: deriche's columns
+    ``y[:, j]`` and ``y[:, j - 1]`` interleave, but write and read no common element, and a kernel
+    can compute the one from the other in place, as NumPy does. Exact where NumPy's solver answers
+    within ``_OVERLAP_WORK`` (at once for views of equal strides); True where it can't say."""
+    # Unit dimensions select nothing: dropped, two one-dimensional views are solved here
+    dims_a = [(n, s) for n, s in zip(shape_a, strides_a, strict=True) if n != 1]
+    dims_b = [(n, s) for n, s in zip(shape_b, strides_b, strict=True) if n != 1]
+    if len(dims_a) == 1 and len(dims_b) == 1 and dims_a[0][1] == dims_b[0][1] and itemsize_a == itemsize_b:
+        (n, stride), (m, _) = dims_a[0], dims_b[0]
+        if abs(stride) >= itemsize_a:  # (elements of one view don't overlap each other)
+            # element i of a and k of b share a byte iff |(i - k) * stride - d| < itemsize: i - k is
+            # d / stride rounded down or up
+            d = offset_b - offset_a
+            q = d // stride
+            return any(abs(c * stride - d) < itemsize_a and -(m - 1) <= c <= n - 1 for c in (q, q + 1))
+    stand_ins = _stand_ins((offset_a, shape_a, strides_a, itemsize_a), (offset_b, shape_b, strides_b, itemsize_b))
+    try:
+        return bool(numpy.shares_memory(*stand_ins, max_work=_OVERLAP_WORK))
+    except numpy.exceptions.TooHardError:
+        return True
+
+
+def overlap_stand_ins(backend: Any, a: Any, b: Any) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """Host arrays laid out as natives ``a`` and ``b`` of ``backend`` are, relative to each other,
+    whose memory nothing may read or write: for NumPy's own ``shares_memory`` and
+    ``may_share_memory`` to answer for them (its answers, its TooHardError)."""
+    return _stand_ins(*((backend.address(x), x.shape, x.strides, x.dtype.itemsize) for x in (a, b)))
+
+
+def _stand_ins(*layouts: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> tuple[numpy.ndarray, ...]:
+    low = min(layout[0] for layout in layouts)
+    return tuple(numpy.asarray(_StandIn(_STAND_IN_BASE + offset - low, shape, strides, itemsize))
+                 for offset, shape, strides, itemsize in layouts)
+
+
+class _StandIn:
+    """Bytes at ``address`` laid out as a view is, for NumPy's overlap solver: it compares
+    addresses only, and nothing reads or writes the memory an address names."""
+
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, address: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+        self.__array_interface__ = {"version": 3, "shape": tuple(shape), "strides": tuple(strides),
+                                    "typestr": f"|V{itemsize}", "data": (address, True)}
+
+
 class Backend:
     """Base class of the device backends.
 
@@ -108,7 +163,13 @@ class Backend:
         For host work on device operands only; what the user gets is always a copy."""
         return None
 
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        """Whether two natives' memory bounds overlap (NumPy's ``may_share_memory``)."""
+        raise NotImplementedError
+
     def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether two natives share an element (NumPy's exact ``shares_memory``): what a write
+        must know of what it reads (deriche's interleaved columns share none)."""
         raise NotImplementedError
 
     def address(self, native: Any) -> int:

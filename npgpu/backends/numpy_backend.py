@@ -28,5 +28,11 @@ class NumpyBackend(Backend):
     def to_host(self, native: numpy.ndarray) -> numpy.ndarray:
         return native
 
+    def address(self, native: Any) -> int:
+        return int(native.__array_interface__["data"][0])
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        return numpy.may_share_memory(a, b)
+
     def shares_memory(self, a: Any, b: Any) -> bool:
         return numpy.shares_memory(a, b)

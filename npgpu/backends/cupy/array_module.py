@@ -15,7 +15,7 @@ import numpy
 from ... import _fperr, _ops
 from ...kernels import ir
 from ...kernels import ufuncs as _table
-from ..base import Backend, dtype_argument, native_numeric
+from ..base import Backend, dtype_argument, elements_overlap, native_numeric
 from .compositions import PRODUCT_GUFUNCS, Compositions, numeric_sequence
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
@@ -153,9 +153,14 @@ class ArrayModuleBackend(Compositions, Backend):
     def is_native(self, obj: Any) -> bool:
         return issubclass(type(obj), self.xp.ndarray)  # (by type: a device array's __class__ says ndarray)
 
-    def shares_memory(self, a: Any, b: Any) -> bool:
-        # Bounds overlap: exact for the views legacy code makes, never a false "no".
+    def may_share_memory(self, a: Any, b: Any) -> bool:
         return bool(self.xp.may_share_memory(a, b))
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        if not self.xp.may_share_memory(a, b):
+            return False
+        return elements_overlap(self._pointer(a), a.shape, a.strides, a.dtype.itemsize,
+                                self._pointer(b), b.shape, b.strides, b.dtype.itemsize)
 
     def same_view(self, a: Any, b: Any) -> bool:
         return (self._pointer(a) == self._pointer(b) and a.shape == b.shape and a.strides == b.strides

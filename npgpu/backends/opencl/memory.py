@@ -8,7 +8,7 @@ from typing import Any
 import numpy
 
 from ..._weak import IdentityRef
-from ..base import Backend
+from ..base import Backend, elements_overlap
 from .array import CLArray, _is_f_contiguous, _span
 from .routing import implements
 
@@ -249,7 +249,7 @@ class Memory(Backend):
             self._raise_fault(exc, "waiting for the device")
 
 
-    def shares_memory(self, a: Any, b: Any) -> bool:
+    def may_share_memory(self, a: Any, b: Any) -> bool:
         if not (isinstance(a, CLArray) and isinstance(b, CLArray)) or a.data is not b.data:
             return False
         if a.size == 0 or b.size == 0:
@@ -257,3 +257,9 @@ class Memory(Backend):
         la, ha = _span(a)
         lb, hb = _span(b)
         return la < hb and lb < ha
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        if not self.may_share_memory(a, b):
+            return False
+        return elements_overlap(a.offset, a.shape, a.strides, a.dtype.itemsize,
+                                b.offset, b.shape, b.strides, b.dtype.itemsize)
