@@ -64,6 +64,21 @@ def test_a_row_times_both_in_alternating_rounds_and_checks_the_answers(tmp_path)
     assert row["speedup"] == pytest.approx(row["numpy_s"] / row["npgpu_s"])
 
 
+def test_the_report_of_the_last_npgpu_call_is_printed(tmp_path, capsys):
+    """``--report LINES``: the first lines of ``npgpu.report()`` for the row's last npgpu call
+    only (its two inputs' ``asarray``, not the first call's or the other rounds')."""
+    root = _folder(tmp_path)
+    out = tmp_path / "rows.json"
+    assert ni.main(["--root", str(root), "--backend", "emulated", "--only", "stencil", "--rounds", "2",
+                    "--report", "12", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    [row] = json.loads(out.read_text())
+    report = row["last_report"].splitlines()
+    assert printed[1:13] == report[:12]
+    asarray = next(line for line in report if line.startswith("asarray "))
+    assert asarray.split()[1:3] == ["0", "2"]  # (device, host: x and y of one call, small: on the host)
+
+
 def test_a_wrong_answer_fails_the_row(tmp_path, monkeypatch):
     """A kernel whose accelerated run answers otherwise (here: the rewritten module made to add 1)
     is reported wrong, and the run exits 1."""
