@@ -11,6 +11,7 @@ import os
 import pickle
 import sys
 import warnings
+from time import perf_counter as _perf_counter
 from typing import Any
 
 import numpy
@@ -527,11 +528,17 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     def __getitem__(self, key: Any) -> Any:
         if self._pending is None:  # (the short road for views, a[1:, :-1], a[i], a[:, None], and masks: a[m])
-            result = _core.getitem(self, key, sys._getframe(1))
-            if result is not NotImplemented:
-                if tracked:  # (residency: what reads of an entry's array cost, _residency.py)
-                    _core.charge_read(self, key, result)
-                return result
+            if tracked:  # (residency: what reads of an entry's array cost, _residency.py; an element
+                # served from a copy read ahead is charged the time it took)
+                started = _perf_counter()
+                result = _core.getitem(self, key, sys._getframe(1))
+                if result is not NotImplemented:
+                    _core.charge_read(self, key, result, _perf_counter() - started)
+                    return result
+            else:
+                result = _core.getitem(self, key, sys._getframe(1))
+                if result is not NotImplemented:
+                    return result
         result = _function(numpy.ndarray.__getitem__, (self, key), {})
         if tracked:
             _core.charge_read(self, key, result)

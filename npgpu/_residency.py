@@ -9,7 +9,8 @@ element or a view of the array (``a[i, j]``, ``a[i, :j]``) and each write into i
 less what NumPy would take, by the backend's costs measured at first use (backends/costs.py):
 
 - an element read back: a round trip (``upload_s``, a small transfer and its wait) against
-  NumPy's call (``host_call_s``);
+  NumPy's call (``host_call_s``); one served from a copy read ahead (npgpu/_scalar_reads.py,
+  whose download of many elements was charged as the read that made it): the time it took;
 - a view of ``n`` bytes, taken to feed one operation, and a write of ``n`` bytes: a launch and
   ``n`` bytes at the device's rate (``device_op_s``) against NumPy's call and ``n`` bytes at its
   rate. A large view credits the ledger: the device's rate wins there. A write keyed by host
@@ -65,7 +66,7 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _ops, _report, _transfer
+from . import _callsite, _config, _ops, _report, _scalar_reads, _transfer
 from ._array import DeviceArray, ResidentArray, set_class, tracked
 from .lazy import materialize as _lazy
 
@@ -327,9 +328,10 @@ def _ledger_of(root: Any) -> Ledger | None:
     return ledger
 
 
-def charge_read(array: Any, key: Any, result: Any) -> None:
-    """``array[key]`` (DeviceArray's method, called from the frame above it) gave ``result``:
-    charge the ledger of the array it views. (Run at every index of a tracked array: few calls.)"""
+def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
+    """``array[key]`` (DeviceArray's method, called from the frame above it) gave ``result``, in
+    ``seconds`` where measured: charge the ledger of the array it views. (Run at every index of a
+    tracked array: few calls.)"""
     window = _Window
     if window.skip:  # (a calm window's sampling: this charge is stood for by the next one taken)
         window.skip -= 1
@@ -359,9 +361,10 @@ def charge_read(array: Any, key: Any, result: Any) -> None:
             _inherit(result, ledger)
         _charge(root, ledger, excess + ledger.fixed_s + nbytes * ledger.per_byte_s,
                 ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
-    else:  # an element read back: a round trip
+    else:  # an element read back: a round trip, or what it took where a copy read ahead served it
         costs = ledger.costs
-        _charge(root, ledger, costs.upload_s - costs.host_call_s, costs.host_call_s)
+        took = costs.upload_s if seconds is None or not _scalar_reads.take_served() else seconds
+        _charge(root, ledger, took - costs.host_call_s, costs.host_call_s)
 
 
 def _inherit(copy: Any, ledger: Ledger) -> None:

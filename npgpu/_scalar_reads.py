@@ -28,9 +28,11 @@ A line is known by its code and bytecode offset. Python's specializing interpret
 offset a frame reports for a subscript once, when it specializes the instruction (after about
 eight runs): the line then starts afresh once.
 
-Residency still charges every element read as a round trip (npgpu/_residency.py): its rule
-moves small arrays read element by element to the host (spmv's ``A_row[i]``), where their other
-work is cheap too. Uncharged, served reads kept spmv's arrays on the H200: 0.08x NumPy.
+Residency charges an element read that downloads as a round trip, and one served from a copy
+the time it took (``take_served``; npgpu/_residency.py). Charged nothing, served reads kept
+spmv's small arrays on the H200 (0.08x NumPy); charged a round trip each, they moved go_fast's
+3.2 GB matrix to the host on a host whose small transfers took 42 us, though its diagonal was
+served 4096 elements a download (0.80x NumPy, where staying gave 3.4x).
 
 Counted in the report's kernel statistics: ``scalar_read_aheads`` (downloads of ``K``) and
 ``scalar_reads_served`` (reads answered from them).
@@ -56,6 +58,8 @@ _WASTED = 2
 _LINES: dict[tuple[int, int], _Line] = {}
 #: the thread that reads ahead, and whether another thread's write ended the reading ahead
 _thread = OneThread()
+#: whether the last read was served from a copy (``take_served``)
+_served = False
 
 
 class _Line:
@@ -96,9 +100,11 @@ def read(view: Any, root: Any, backend: Any, site: tuple[int, int], download: An
     if values is not None and not _fperr.pending(backend):
         k, rest = divmod(address - line.start, line.step)
         if not rest and 0 <= k < len(values):
+            global _served
             line.last = address
             line.used += 1
             _report.record_kernel("scalar_reads_served")
+            _served = True
             return values[k]
     last = line.last
     step = 0 if last is None else address - last
@@ -121,6 +127,14 @@ def read(view: Any, root: Any, backend: Any, site: tuple[int, int], download: An
     line.fetch = min(2 * line.fetch, _MOST)
     _report.record_kernel("scalar_read_aheads")
     return values[0]
+
+
+def take_served() -> bool:
+    """Whether the last element read was served from a copy read ahead (then forgotten: the next
+    read answers for itself)."""
+    global _served
+    served, _served = _served, False
+    return served
 
 
 def _room(backend: Any, view: Any, root: Any, step: int, wanted: int) -> int:
