@@ -58,7 +58,9 @@ _WASTED = 2
 _LINES: dict[tuple[int, int], _Line] = {}
 #: the thread that reads ahead, and whether another thread's write ended the reading ahead
 _thread = OneThread()
-#: whether the last read was served from a copy (``take_served``)
+#: whether the last read was served from a copy (``take_served``). One flag, not per thread: reads
+#: ahead are one thread's; a read another thread's charge takes, or one whose charge was sampled
+#: away, is charged its own measured time instead of a round trip: an estimate blurred, no more
 _served = False
 
 
