@@ -21,7 +21,7 @@ from conftest import BACKEND_PARAMS
 from threads_workload import run_in_threads
 
 import npgpu
-from npgpu import _array, _placement, _residency
+from npgpu import _array, _placement, _residency, _scalar_reads
 from npgpu.backends import get_backend
 from npgpu.backends.costs import Costs
 
@@ -397,6 +397,7 @@ def test_element_reads_served_from_copies_are_charged_what_they_took(gpu_like, m
     more than AMORTIZED times its move (0.05 s at 640 MB/s) and moved, though its reads took a
     fraction of that."""
     monkeypatch.setattr(gpu_like.backend, "costs", dataclasses.replace(GPU, upload_bytes_per_s=6.4e8))
+    _scalar_reads.reset()  # (reading ahead is one thread's: an earlier test's threads may have ended it)
     host = numpy.random.default_rng(3).random((2000, 2000))
     a = npgpu.asarray(host)
     npgpu.report(reset=True)
@@ -416,6 +417,7 @@ def test_a_small_array_read_element_by_element_from_copies_still_moves(gpu_like,
     """spmv's ``A_row[i]``: reads served from copies are still npgpu's work where NumPy's is a
     tenth of a microsecond. They are most of the loop's time, and the array moves."""
     monkeypatch.setattr(gpu_like.backend, "costs", dataclasses.replace(GPU, host_call_s=1e-7))
+    _scalar_reads.reset()
     host = numpy.arange(1000.0)
     a = npgpu.asarray(host)
     total = 0.0
