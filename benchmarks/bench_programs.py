@@ -297,6 +297,7 @@ STATEMENTS = {
     "scalar_read": "float(y[3, 4])",
     "sum": "float(y.sum())",
     "column_write": "x[1:, 0] = y[0, 1:]",
+    "column_recursion": "x[:, 5] = 0.3 * y[:, 5] + 0.5 * x[:, 4] - 0.2 * x[:, 3]",
     "matvec": "y[:, 3] @ y[:, 4:]",
     "mask_select": "y[y > 0.5]",
     "mask_reused": "x[m], y[m]",
@@ -309,7 +310,8 @@ class TimeStatementCost(BackendBenchmark):
     in-place update, an in-place stencil of views (one fused kernel), one of strided views
     (fdtd_2d's ``hz`` update: the strided kernel), an expression broadcasting a row into a
     whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
-    whole-array sum read back, a row copied into a column (correlation's), a matrix-vector product
+    whole-array sum read back, a row copied into a column (correlation's), a column computed from the
+    two before it in the same array (deriche's filters: one kernel into the column), a matrix-vector product
     of column views (correlation's), a mask's selection (mandelbrot2's), two arrays selected by
     one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``) and a map-reduce over a tuple
     of axes with small host weights, written into a row (resnet's pixel). What a loop of such
