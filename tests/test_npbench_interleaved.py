@@ -109,3 +109,23 @@ def test_agreement_is_npbenchs_tolerance():
     assert not ni.agrees([a], [a * (1 + 1e-3)])
     assert not ni.agrees([a], [a[:-1]])
     assert ni.agrees([numpy.array([1.0, numpy.nan])], [numpy.array([1.0, numpy.nan])])
+
+
+def test_every_npgpu_call_hands_its_inputs_in_from_one_line(tmp_path, monkeypatch):
+    """Placement learns where arrays are made by the line that makes them (residency's origin):
+    the first call and the rounds must make theirs on one line, or what the first call learned
+    (lu's matrix belongs on the host) is learned again in the first round, which then times the
+    device's first call twice."""
+    root = _folder(tmp_path)
+    sites = []
+    real = npgpu.asarray
+
+    def asarray(*args, **kwargs):
+        caller = sys._getframe(1)
+        sites.append((caller.f_code, caller.f_lineno))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(npgpu, "asarray", asarray)
+    assert ni.main(["--root", str(root), "--backend", "emulated", "--only", "stencil", "--rounds", "3"]) == 0
+    assert len(sites) == 2 * 4  # (x and y, in the first call and three rounds)
+    assert len(set(sites)) == 1
