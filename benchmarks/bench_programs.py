@@ -261,8 +261,8 @@ class TimeOperationCost(BackendBenchmark):
     launches them (fused kernels of up to recorder.MAX_NODES operations), one ``sync`` at the end;
     ``fused``: the same with a launch forced every step and waited for (``sync``: the device's
     wait counts where the driver spins for it); ``eager`` (fusion off): every operation is its own
-    launch. The arrays (10 000 elements) are on the device whatever their size (threshold 0):
-    this is the device path's own overhead.
+    launch. The arrays (10 000 elements) are on the device whatever their size (threshold 0) and
+    stay there (pinned: residency moves nothing): this is the device path's own overhead.
     """
 
     params = [[b for b in BACKENDS if b != "numpy"], ["chained", "fused", "eager"]]
@@ -271,7 +271,7 @@ class TimeOperationCost(BackendBenchmark):
     steps = 100
 
     def setup(self, backend: str, mode: str) -> None:
-        self.setup_backend(backend, threshold=0, fusion=mode != "eager")
+        self.setup_backend(backend, pinned=True, threshold=0, fusion=mode != "eager")
         self.x = self.xp.asarray(random_array(10_000, seed=7))
         self.y = self.xp.asarray(random_array(10_000, seed=8))
         self.track_cpu_per_operation(backend, mode)  # compiles the kernels outside the measurement
@@ -315,7 +315,10 @@ class TimeStatementCost(BackendBenchmark):
     of column views (correlation's), a mask's selection (mandelbrot2's), two arrays selected by
     one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``) and a map-reduce over a tuple
     of axes with small host weights, written into a row (resnet's pixel). What a loop of such
-    statements pays beyond its kernels (fdtd_2d's are the stencil kind).
+    statements pays beyond its kernels (fdtd_2d's are the stencil kind). The arrays stay on the
+    device (pinned): residency would rightly move most of them to the host after a few hundred
+    such statements on 320 kB, and the figures would be NumPy's (an H100 run of 2026-12-05, not
+    pinned: a scalar write at 1 us).
     On a CPU OpenCL device (PoCL) the kernels run on this process's threads: their work is CPU
     time here too, so only a GPU's figures are the statements' overhead alone."""
 
@@ -325,7 +328,7 @@ class TimeStatementCost(BackendBenchmark):
     repeats = 200
 
     def setup(self, backend: str, statement: str) -> None:
-        self.setup_backend(backend, threshold=0)
+        self.setup_backend(backend, pinned=True, threshold=0)
         self.scope = {"x": self.xp.asarray(random_array(40_000, seed=9).reshape(200, 200)),
                       "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
         self.scope["m"] = self.scope["y"] > 0.5
