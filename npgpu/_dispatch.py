@@ -194,6 +194,11 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             return func(*args, **kwargs)
         if made and rule is None:
             rule = _placement.MADE_ON_DEVICE
+        if not made and hosts:  # (host data the call moves: an entry, as for a ufunc's)
+            origin = _host_origin(state, func, hosts)
+            if _residency.learned(state, origin):
+                _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
+                return func(*args, **kwargs)
     if func in _ops.LIKE_CREATIONS and args and type(args[0]) in (DeviceArray, numpy.ndarray):
         prototype = args[0]  # (on the device, or host data large enough to have moved there)
         origin = _residency.origin(state, func, prototype.shape, prototype.dtype.str, kwargs.get("dtype"),
@@ -1358,6 +1363,16 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         # (an output given as None is NumPy's to allocate: divmod(a, b, out=(None, r)) returns a new quotient)
         return tuple(o if o is not None else wrap(r, backend, uf) for o, r in zip(out, result))
     return wrap(result, backend, uf)
+
+
+def _host_origin(state: _config.State, func: Any, hosts: list[numpy.ndarray]) -> Any:
+    """The residency origin of a device array a function computed from host data it moved (the
+    call's line and its caller's, the function and the host operands' shapes and dtypes): such a
+    call is an entry, as ``asarray`` is. Where the array's work, or work computed from it, runs
+    faster in NumPy (resnet's ``np.std(x, axis=0, keepdims=True)`` of a host ``x``, from which
+    every pixel's input was computed on the device), the call runs in NumPy from then on in this
+    ``enable()``. (A ufunc of host data alone is NumPy's own call: npgpu never sees it.)"""
+    return _residency.origin(state, func, tuple((h.shape, h.dtype.str) for h in hosts))
 
 
 def _nbytes(result: Any) -> int:

@@ -77,9 +77,11 @@ class Core(Protocol):
     def charge_conversion(self, array: Any, moving_s: float | None = None) -> None:
         """Residency: NumPy converted ``array`` to a host array (npgpu/_residency.py)."""
 
-    def charge_kernel(self, backend: Any, ops: int, nbytes: int, seconds: float = 0.0) -> None:
+    def charge_kernel(self, backend: Any, ops: int, nbytes: int, seconds: float = 0.0, computed: Any = None,
+                      inputs: Any = ()) -> None:
         """Residency: a kernel of ``ops`` elementwise operations wrote ``nbytes``, its launch taking
-        ``seconds`` here (npgpu/_residency.py)."""
+        ``seconds`` here, into ``computed`` (a new array) from the natives ``inputs``
+        (npgpu/_residency.py)."""
 
 
 class _Hooks:

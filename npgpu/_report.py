@@ -96,7 +96,8 @@ RECORDED = ("elementwise work, a reduction, a view or an indexed read or write o
 #: residency (npgpu/_residency.py): an array whose element and row work cost the device more than half
 #: the time, by the measured costs, moved to the host; arrays made later where it was made stay in NumPy
 MOVED_TO_HOST = "its element and row work ran faster in NumPy (measured costs): moved to the host"
-LEARNED_ON_HOST = "arrays made here moved to the host (residency, this enable()): made in NumPy"
+LEARNED_ON_HOST = ("arrays made here, or arrays computed from them, moved to the host (residency, this enable()): "
+                   "made in NumPy")
 ONE_PASS_ON_HOST = ("a reduction of host data reads it once: its upload costs more than NumPy's pass (measured): "
                     "stays in NumPy")
 #: residency: a small creation on a line where NumPy then downloaded a device array to combine with it

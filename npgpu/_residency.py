@@ -47,6 +47,14 @@ threads, npgpu's staging workers): another thread could be inside a call holding
 device memory. With more threads, origins are
 learned and arrays made there later are NumPy's.
 
+A computed array the program indexes (resnet's ``x = relu(batchnorm(padded))``, read at every
+pixel) gets a ledger at its first index; it has no origin, so its move learns nothing of its own.
+It learns its *sources*: the tracked arrays of an origin whose memory the kernel computing it read
+(``padded``, made by ``zeros``), each at most its bytes (a small column computed from a large
+matrix says nothing of the matrix's work). Arrays made there later are NumPy's, and so is what is
+computed from them: resnet made ``padded`` on the device, computed ``x`` from it and moved ``x``
+again in every call (0.86-0.88x NumPy from its second call, on this machine and an H100's).
+
 A moved array is a ``ResidentArray`` (npgpu/_array.py): the same object the program holds, now a
 thin front for its host array, so what the program does with it is NumPy's work (views of it are
 NumPy arrays). The report counts each move (MOVED_TO_HOST) with the bytes it downloaded.
@@ -120,7 +128,7 @@ class Ledger:
     """One tracked array's charges (seconds the device took beyond NumPy's estimate)."""
 
     __slots__ = ("origin", "learned", "costs", "move_s", "excess", "total", "ref", "fixed_s", "per_byte_s",
-                 "numpy_fixed_s", "numpy_per_byte_s")
+                 "numpy_fixed_s", "numpy_per_byte_s", "sources")
 
     def __init__(self, origin: Any, learned: dict[Any, Any], costs: Any, nbytes: int) -> None:
         self.origin = origin
@@ -137,6 +145,8 @@ class Ledger:
         self.excess = 0.0  # (in the open window)
         self.total = 0.0  # (since it was made)
         self.ref: Any = None
+        #: a computed array's: the ledgers of the tracked arrays it was computed from, learned with its move
+        self.sources: tuple[Ledger, ...] = ()
 
 
 def origin(state: Any, *what: Any) -> Any:
@@ -290,7 +300,22 @@ def _open(array: Any, key: Any, learned: dict[Any, Any], costs: Any) -> Ledger:
     # its id yet: the entry it removes is this array's (or none, if it was untracked first).
     ledger.ref = weakref.ref(array, functools.partial(tracked.pop, ident))
     tracked[ident] = ledger
+    tracked[GATE] = None
+    if key is not None and array._device_data is not None:
+        if len(_by_memory) > 2 * len(tracked) + 64:  # (a copy, one C call: other threads open ledgers too)
+            for stale, held in _by_memory.copy().items():
+                if tracked.get(id(held.ref())) is not held:
+                    _by_memory.pop(stale, None)
+        _by_memory[id(array._device_data)] = ledger
     return ledger
+
+
+#: A key of ``tracked`` no array has (an id is an address): set once a ledger opened, it keeps
+#: ``tracked`` non-empty, and with it the charging of index work on device arrays, for the rest of
+#: the process. Without it a call whose entries were all learned (made in NumPy) charged nothing,
+#: and an array computed on the device from host data (resnet's batch norm of a host ``x``, read at
+#: every pixel) was never judged: it stayed on the device, at 0.47x NumPy on this machine.
+GATE = 0
 
 
 def _root(array: Any) -> Any:
@@ -325,7 +350,54 @@ def _ledger_of(root: Any) -> Ledger | None:
         costs = root._backend.costs
         if costs is not None:
             ledger = _open(root, None, {}, costs)
+            ledger.sources = _sources(root)
     return ledger
+
+
+class _Computed:
+    """The last new array a kernel computed while residency charges (``charge_kernel``): a weak
+    reference to it, and the ledgers of the tracked arrays of an origin whose memory the kernel
+    read, of at most its bytes (a small column computed from a large matrix says nothing of the
+    matrix's work). A computed array is indexed right after the kernel that made it ran (its first
+    index runs the kernel), so its ledger, opened there, finds them here; found when it is computed,
+    as its sources may be gone by then (resnet's ``std``, dead once ``x`` is computed from it)."""
+
+    ref: Any = None
+    sources: tuple[Ledger, ...] = ()
+
+
+#: id of a tracked array's memory (its native) -> its ledger, for arrays of an origin (entries):
+#: how a computed array's kernel inputs name their sources. Entries whose array died are dropped
+#: when the table outgrows the tracked arrays; a hit is checked against the live array.
+_by_memory: dict[int, Ledger] = {}
+
+
+def _sources(root: Any) -> tuple[Ledger, ...]:
+    """The sources ``charge_kernel`` found for computed array ``root``, if it is the last one."""
+    ref = _Computed.ref
+    return _Computed.sources if ref is not None and ref() is root else ()
+
+
+def _note_computed(computed: Any, inputs: Any) -> None:
+    found: list[Ledger] = []
+    nbytes = -1
+    for n in inputs:
+        for key in (id(n), id(getattr(n, "base", None))):
+            ledger = _by_memory.get(key)
+            if ledger is None or ledger in found:
+                continue
+            array = ledger.ref()
+            if array is None or tracked.get(id(array)) is not ledger:
+                continue
+            data = array._device_data
+            if data is None or (id(data) != key):
+                continue
+            if nbytes < 0:
+                nbytes = computed.nbytes
+            if array.nbytes <= nbytes:
+                found.append(ledger)
+    _Computed.ref = weakref.ref(computed) if found else None
+    _Computed.sources = tuple(found)
 
 
 def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
@@ -374,6 +446,7 @@ def _inherit(copy: Any, ledger: Ledger) -> None:
     if id(copy) not in tracked:
         heir = _open(copy, ledger.origin, ledger.learned, ledger.costs)
         heir.excess, heir.total = ledger.excess, ledger.total  # (the charges of its line so far)
+        heir.sources = ledger.sources
 
 
 def charge_write(array: Any, key: Any, value: Any) -> None:
@@ -470,7 +543,8 @@ def charge_conversion(array: Any, moving_s: float | None = None) -> None:
             learn_line(state, frame)
 
 
-def charge_kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0) -> None:
+def charge_kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0, computed: Any = None,
+                  inputs: Any = ()) -> None:
     """A device kernel of ``ops`` elementwise operations wrote ``nbytes`` while arrays are tracked
     (a matrix product or a reduction: the bytes it read and wrote, since NumPy reads them too):
     what it cost beyond the ``ops`` passes NumPy would have made (a credit where the device is
@@ -482,7 +556,11 @@ def charge_kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0) -> 
     opened takes it, so a program's earlier elementwise phases don't credit a later element loop.
     ``seconds``: what the launch took of this process's time, where measured (npgpu's work and the
     backend's call): the device's side is at least that. resnet's per-pixel map-reduce kernel took
-    90 us of the H200's host against a launch's measured 34, and NumPy's two passes 72."""
+    90 us of the H200's host against a launch's measured 34, and NumPy's two passes 72.
+    ``computed``: the new array the kernel made (not a write into an array), whose memory owners
+    ``inputs`` it read: where the program indexes it, its ledger learns them (``_sources``)."""
+    if computed is not None and _by_memory:
+        _note_computed(computed, inputs)
     costs = backend.costs
     window = _Window
     if costs is not None and window.events:
@@ -547,7 +625,7 @@ def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
         # (a copy, one C call under the GIL: other threads open ledgers without this lock, and an
         # array's death removes its own from any thread; iterating the dict itself raised
         # "dictionary changed size during iteration" in one of eight threads doing fused work)
-        ledgers = tracked.copy().values()
+        ledgers = [ledger for ledger in tracked.copy().values() if ledger is not None]  # (not GATE's)
         if window.excess >= SHARE * took or (window.excess >= FLOOR * took and window.numpy_s <= NUMPY_SHARE * took):
             # (and arrays that had their turn earlier: adi's phases work on two arrays, then on two others)
             moving = [ledger for ledger in ledgers
@@ -574,8 +652,10 @@ def migrate(root: Any, ledger: Ledger) -> bool:
         if tracked.get(id(root)) is not ledger or type(root) is not _DEVICE_ARRAY:
             return False
         del tracked[id(root)]
-        if ledger.origin is not None:  # (a computed array's: nothing to learn)
+        if ledger.origin is not None:
             ledger.learned[ledger.origin] = True
+        for source in ledger.sources:  # (a computed array's: the origins of what it was computed from)
+            source.learned[source.origin] = True
         if _other_threads():
             return False  # (another thread may be inside a call that holds this array's device memory)
         moved = _move(root)

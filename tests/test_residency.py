@@ -772,7 +772,7 @@ def test_an_eager_call_with_an_output_given_as_none_is_counted_while_arrays_are_
     has none until the backend allocates it)."""
     with npgpu.enable("emulated", threshold=0, fusion=False):
         a = npgpu.asarray(numpy.arange(-6.0, 6.0))
-        assert _array.tracked
+        assert id(a) in _array.tracked
         a[1]  # (the window opens)
         r = npgpu.asarray(numpy.zeros(12))
         quotient, remainder = npgpu.divmod(a, 4.0, out=(None, r))
@@ -810,3 +810,79 @@ def test_threads_opening_and_dropping_ledgers_while_windows_are_judged(monkeypat
     finally:
         _residency._Window.reset()
     assert problems == []
+
+
+def _row_loop(x, n):
+    """Row and element work on ``x`` (what residency moves to the host): NumPy's answer back."""
+    total = 0.0
+    for i in range(n):
+        for j in range(n):
+            total += float(x[i, j]) * 0.5 + float(x[i, :j + 1].sum())
+    return total
+
+
+def _computed_from_a_creation(n):
+    """resnet's shape of work: an array made from nothing, filled, and an array computed from it
+    (``x = relu(batchnorm(padded))``) whose rows the program then reads one by one."""
+    padded = npgpu.zeros((n, n))
+    padded[1:-1, 1:-1] = 1.5
+    x = npgpu.maximum(padded * 2.0 - 1.0, 0.0)
+    return padded, x
+
+
+def test_a_computed_array_that_moves_learns_the_arrays_it_was_computed_from(gpu_like):
+    n = 30
+    host = numpy.zeros((n, n))
+    host[1:-1, 1:-1] = 1.5
+    expected = _row_loop(numpy.maximum(host * 2.0 - 1.0, 0.0), n)
+    made = []
+    for _ in range(2):  # (one calling line: one origin for the creation)
+        if made:
+            npgpu.report(reset=True)
+        padded, x = _computed_from_a_creation(n)
+        made.append((type(padded), type(x)))
+        del padded  # (its source dies before the rows are read: x's ledger opened when it was computed)
+        assert _row_loop(x, n) == expected
+        made[-1] += (type(x),)
+    assert made[0] == (_array.DeviceArray, _array.DeviceArray, _array.ResidentArray)
+    assert made[1] == (numpy.ndarray, numpy.ndarray, numpy.ndarray)  # (the creation was learned)
+    assert _placed_by(_placement.LEARNED_ON_HOST)
+
+
+def test_a_small_array_computed_from_a_large_one_learns_nothing_of_it(gpu_like):
+    """A column computed from a matrix, read element by element, moves; the matrix's own work
+    is not that (its origin is not learned: the next matrix made there is a device array)."""
+    n = 30
+    host = _matrix(n)
+    order = numpy.random.default_rng(5).permutation(n).tolist()  # (no constant step: no reading ahead)
+    expected = sum(float(host[i, 0] * 2.0) for i in order)
+    for round_ in range(2):
+        A = _entry(host)
+        assert type(A) is _array.DeviceArray, round_
+        column = A[:, 0] * 2.0
+        for _ in range(40):
+            total = 0.0
+            for i in order:
+                total += float(column[i])
+            assert total == expected
+        assert type(column) is _array.ResidentArray
+
+
+def _scaled(host):
+    return npgpu.cumsum(host, axis=1)  # (host data a call moves: an entry, as asarray is)
+
+
+def test_host_data_a_call_moves_is_an_entry_whose_learning_keeps_the_call_in_numpy(gpu_like):
+    n = 30
+    host = _matrix(n)
+    expected = _row_loop(numpy.cumsum(host, axis=1), n)
+    made = []
+    for _ in range(2):  # (one calling line: one origin)
+        if made:
+            npgpu.report(reset=True)
+        result = _scaled(host)
+        made.append(type(result))
+        assert _row_loop(result, n) == expected
+        made.append(type(result))
+    assert made == [_array.DeviceArray, _array.ResidentArray, numpy.ndarray, numpy.ndarray]
+    assert _placed_by(_placement.LEARNED_ON_HOST)

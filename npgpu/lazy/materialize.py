@@ -208,7 +208,8 @@ def materialize(array: Any, out: Any = None) -> None:
     if started is not None:
         _launch_stats(state, result.nbytes, started)
         if tracked:  # (residency: what the kernel saved or cost against NumPy's passes)
-            _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes, time.perf_counter() - started)
+            _hooks.core.charge_kernel(backend, len(state.pendings), result.nbytes, time.perf_counter() - started,
+                                      array if out is None else None, state.inputs)
     if launch is not None:
         _fperr.launched(backend, launch)
 
