@@ -125,3 +125,31 @@ def test_a_reduction_of_host_data_moves_only_where_its_one_pass_pays_for_the_upl
             counts = npgpu.report().functions["sum"]
         assert (counts.host, counts.device) == ((1, 0) if where == "host" else (0, 1))
         numpy.testing.assert_array_equal(numpy.asarray(got), expected)
+
+
+@pytest.mark.parametrize("func, kwargs", [
+    (numpy.sum, {"axis": (1, 2, 3)}),
+    (numpy.sum, {"axis": 0, "keepdims": True}),
+    (numpy.mean, {"axis": (0, 2), "dtype": numpy.float32}),
+    (numpy.max, {}),
+    (numpy.sum, {"axis": 1, "where": numpy.arange(32) > 3}),  # (an array option: the general path)
+])
+def test_a_host_reduction_that_stays_in_numpy_answers_and_counts_as_the_general_path(monkeypatch, func, kwargs):
+    """The one-pass rule's short road (``_dispatch._host_reduction``) and the general path give
+    NumPy's answer and one host call with the rule at the caller's line."""
+    h200 = Costs(launch_s=34e-6, device_bytes_per_s=1e12, host_bytes_per_s=8.5e9, upload_s=30e-6,
+                 upload_bytes_per_s=8.2e9)
+    host = numpy.random.default_rng(1).random((8, 3, 3, 128, 32))
+    expected = func(host, **kwargs)
+    monkeypatch.setattr(npgpu._get_backend("emulated"), "costs", h200)
+    with npgpu.enable("emulated", threshold=1 << 20):
+        npgpu.report(reset=True)
+        got = getattr(npgpu, func.__name__)(host, **kwargs)
+        report = npgpu.report()
+    assert type(got) is type(expected)
+    numpy.testing.assert_array_equal(got, expected)
+    assert got.dtype == expected.dtype
+    counts = report.functions[func.__name__]
+    assert (counts.host, counts.device) == (1, 0)
+    rules = report.as_dict()["placement_rules"]
+    assert any("a reduction of host data reads it once" in name for site in rules.values() for name in site)
