@@ -5,7 +5,8 @@ loaded) and leaves every placement decision to npgpu: these measure placement an
 device operations in loops, not one kernel. The kinds follow the NPBench kernels that did not
 speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
 solve with a Python loop over rows, a loop of scalar reads and writes, a window loop whose
-small host weights feed every pixel, an escape loop whose masks narrow its arrays and whose
+small host weights feed every pixel, a batch norm whose result a window loop reads at every
+pixel, an escape loop whose masks narrow its arrays and whose
 results are written through index arrays, and the same loop written from a grid and coordinate
 tables.
 
@@ -82,6 +83,24 @@ def window_products(xp: Any, image: Any, weights: Any) -> Any:
     out = xp.empty((image.shape[0] - k + 1, weights.shape[-1]), image.dtype)
     for i in range(out.shape[0]):
         out[i] = xp.sum(image[i:i + k, :, None] * weights[:, :, :], axis=(0, 1))  # (a new view each time)
+    return out
+
+
+def normalized_windows(xp: Any, image: Any, weights: Any) -> Any:
+    """resnet's block: an array made from nothing (zeros, padded) and filled, a batch norm of it
+    (its own mean and standard deviation over the batch), and a convolution one output pixel at a
+    time over the result: a computed array read at every pixel, which residency moves to the
+    host, learning the arrays it was computed from (npgpu/_residency.py)."""
+    n, h, w, c = image.shape
+    k = weights.shape[0]
+    padded = xp.zeros((n, h + k - 1, w + k - 1, c))
+    padded[:, 1:-1, 1:-1, :] = image
+    mean = xp.mean(padded, axis=0, keepdims=True)
+    x = xp.maximum((padded - mean) / xp.sqrt(xp.std(padded, axis=0, keepdims=True) + 1e-5), 0)
+    out = xp.empty((n, h, w, weights.shape[-1]), dtype=numpy.float32)
+    for i in range(h):
+        for j in range(w):
+            out[:, i, j, :] = xp.sum(x[:, i:i + k, j:j + k, :, None] * weights[None], axis=(1, 2, 3))
     return out
 
 
@@ -171,6 +190,24 @@ class TimeHostWeightsLoop(BackendBenchmark):
 
     def time_pixels(self, backend: str) -> None:
         self.finish(window_products(self.xp, self.xp.asarray(self.image), self.weights))
+
+
+class TimeNormalizedWindows(BackendBenchmark):
+    """A batch-normed 8 x 26 x 26 x 64 image (2.8 MB) convolved one of 576 pixels at a time with
+    3 x 3 host weights (``normalized_windows``); the first call, where residency learns where the
+    image and what it is computed from belong, is a warm-up: the figure is a program's later calls."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.image = random_array((8, 24, 24, 64), seed=13)
+        self.weights = random_array((3, 3, 64, 16), seed=14).astype(numpy.float32)
+        self.finish(normalized_windows(self.xp, self.xp.asarray(self.image), self.weights))
+
+    def time_windows(self, backend: str) -> None:
+        self.finish(normalized_windows(self.xp, self.xp.asarray(self.image), self.weights))
 
 
 class TimeStencil2D(BackendBenchmark):
