@@ -12,22 +12,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from test_residency import GPU, lu  # noqa: E402  (a GPU's costs; LU's row and element work, which residency moves)
+
 from benchmarks.common import BackendBenchmark  # noqa: E402
 from npgpu import _array, _config, _residency  # noqa: E402
 from npgpu.backends import get_backend  # noqa: E402
-from npgpu.backends.costs import Costs  # noqa: E402
-
-GPU = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
-            upload_bytes_per_s=8e9, host_call_s=1e-6)
-
-
-def _element_loop(A, n):  # (LU's row and element work: what residency moves to the host)
-    for i in range(n):
-        for j in range(i):
-            A[i, j] -= A[i, :j] @ A[:j, j]
-            A[i, j] /= A[j, j]
-        for j in range(i, n):
-            A[i, j] -= A[i, :i] @ A[:i, j]
 
 
 @pytest.mark.parametrize("pinned", [False, True])
@@ -36,12 +25,12 @@ def test_a_pinned_benchmark_keeps_its_arrays_on_the_device(monkeypatch, pinned):
     rules = (_residency.SHARE, _residency.FLOOR)
     host = numpy.random.default_rng(0).random((60, 60)) + 60 * numpy.eye(60)
     expected = host.copy()
-    _element_loop(expected, 60)
+    lu(expected, 60)
     bench = BackendBenchmark()
     bench.setup_backend("npgpu-emulated", pinned=pinned, threshold=0)
     try:
         A = bench.xp.asarray(host.copy())
-        _element_loop(A, 60)
+        lu(A, 60)
         assert type(A) is (_array.DeviceArray if pinned else _array.ResidentArray)
         numpy.testing.assert_array_equal(numpy.asarray(A), expected)
     finally:
