@@ -200,7 +200,7 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             return func(*args, **kwargs)
         if made and rule is None:
             rule = _placement.MADE_ON_DEVICE
-        if not made and hosts:  # (host data the call moves: an entry, as for a ufunc's)
+        if not made and hosts:  # (host data the call moves: an entry, as asarray is)
             origin = _host_origin(state, func, hosts)
             if _residency.learned(state, origin):
                 _report.record(func, "host", rule=_placement.LEARNED_ON_HOST)
@@ -787,7 +787,7 @@ def place_grid(name: Any, grid: Any, state: _config.State) -> Any:
 
 #: keyword options of a reduction that can hold no array (``axis=(1, 2, 3)``, ``dtype``, ``keepdims``)
 _PLAIN_OPTIONS = frozenset({"axis", "dtype", "keepdims"})
-_PLAIN_TYPES = frozenset({int, bool, type(None), str, type, numpy.dtype})
+_PLAIN_TYPES = frozenset({int, bool, type(None), str, numpy.dtype})  # (and types: ``dtype=numpy.float32``)
 
 
 def _host_reduction(func: Any, host: numpy.ndarray, kwargs: dict[str, Any]) -> Any:

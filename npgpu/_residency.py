@@ -379,6 +379,8 @@ def _sources(root: Any) -> tuple[Ledger, ...]:
 
 
 def _note_computed(computed: Any, inputs: Any) -> None:
+    """Keep, for ``_sources``, the ledgers of the entries whose memory (by a native or its base)
+    the kernel that made ``computed`` read, each of at most its bytes."""
     found: list[Ledger] = []
     nbytes = -1
     for n in inputs:
