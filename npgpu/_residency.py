@@ -378,28 +378,33 @@ def _sources(root: Any) -> tuple[Ledger, ...]:
     return _Computed.sources if ref is not None and ref() is root else ()
 
 
-def _note_computed(computed: Any, inputs: Any) -> None:
+def _note_computed(computed: Any, inputs: Any, nbytes: int) -> None:
     """Keep, for ``_sources``, the ledgers of the entries whose memory (by a native or its base)
-    the kernel that made ``computed`` read, each of at most its bytes."""
+    the kernel that made ``computed`` (``nbytes``) read, each of at most its bytes. (Run at every
+    kernel that makes a new array once anything was tracked: a few dict lookups, about 1 us a
+    kernel here on ``z = z * 0.999 + y`` with ``y`` tracked.)"""
     found: list[Ledger] = []
-    nbytes = -1
+    get = _by_memory.get
     for n in inputs:
-        for key in (id(n), id(getattr(n, "base", None))):
-            ledger = _by_memory.get(key)
-            if ledger is None or ledger in found:
+        key = id(n)
+        ledger = get(key)
+        if ledger is None:
+            base = getattr(n, "base", None)
+            if base is None:
                 continue
-            array = ledger.ref()
-            if array is None or tracked.get(id(array)) is not ledger:
+            key = id(base)
+            ledger = get(key)
+            if ledger is None:
                 continue
-            data = array._device_data
-            if data is None or (id(data) != key):
-                continue
-            if nbytes < 0:
-                nbytes = computed.nbytes
-            if array.nbytes <= nbytes:
-                found.append(ledger)
-    _Computed.ref = weakref.ref(computed) if found else None
-    _Computed.sources = tuple(found)
+        array = ledger.ref()
+        data = None if array is None else array._device_data
+        # (the entry itself, alive and on the device still: a moved one holds a host array)
+        if data is not None and id(data) == key and data.nbytes <= nbytes and ledger not in found:
+            found.append(ledger)
+    if found:
+        _Computed.ref, _Computed.sources = weakref.ref(computed), tuple(found)
+    elif _Computed.ref is not None:
+        _Computed.ref, _Computed.sources = None, ()
 
 
 def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
@@ -562,7 +567,7 @@ def charge_kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0, com
     ``computed``: the new array the kernel made (not a write into an array), whose memory owners
     ``inputs`` it read: where the program indexes it, its ledger learns them (``_sources``)."""
     if computed is not None and _by_memory:
-        _note_computed(computed, inputs)
+        _note_computed(computed, inputs, nbytes)
     costs = backend.costs
     window = _Window
     if costs is not None and window.events:
