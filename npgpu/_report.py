@@ -229,7 +229,7 @@ def _aggregate() -> tuple[dict[str, Counts], dict[str, Counts]]:
             sites[SMALL_CALLS_SITE].host += cell[0]
     calls = list(_calls.items())
     for table in _fast_tables:
-        for (func_id, code_id, offset, where), n in list(table.items()):
+        for (func_id, code_id, offset, where), n in table.copy().items():  # (one C call: its thread counts on)
             code = _objects[code_id]
             calls.append(((_objects[func_id], (code.co_filename, _line(code, offset)), where, None), n))
     for (func, (filename, line), where, reason), n in calls:
@@ -359,7 +359,7 @@ def report(reset: bool = False) -> Report:
             rules.setdefault(_site(filename, line), {})[f"{where}: {rule}"] = {
                 "calls": n, "other_choice_ms": seconds * 1e3 if estimated else None}
         for table in _fast_tables:
-            for (_, code_id, offset, where), n in list(table.items()):
+            for (_, code_id, offset, where), n in table.copy().items():  # (one C call: its thread counts on)
                 if where == "device":
                     code = _objects[code_id]
                     cell = rules.setdefault(_site(code.co_filename, _line(code, offset)), {}).setdefault(

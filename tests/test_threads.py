@@ -14,6 +14,7 @@ import pytest
 from threads_workload import run_in_threads, run_tasks, run_threads
 
 import npgpu
+from npgpu.lazy import materialize
 from npgpu.lazy import materialize as lazy
 
 #: NPGPU_STRESS_ROUNDS=n repeats each stress run n times (default 1).
@@ -241,3 +242,23 @@ def test_threads_learning_more_error_states_than_are_remembered_get_numpys_answe
 
     run_in_threads(work, range(1, 7), switch_interval=1e-6)
     assert failures == []
+
+
+def test_threads_filling_the_graph_table_at_once_evict_without_error(monkeypatch):
+    # The table of built graphs evicts its oldest when full: ``next(iter(table))`` then a pop. Another
+    # thread's insertion between the two failed the iterator ("dictionary changed size during
+    # iteration": once in CI's thread test, after the suite had filled the table).
+    monkeypatch.setattr(materialize, "_GRAPHS", {})
+    monkeypatch.setattr(materialize, "_GRAPHS_MAX", 8)
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(20_000):
+                materialize._keep_graph((k, i), None)
+        except Exception as exc:
+            errors.append(f"thread {k}: {type(exc).__name__}: {exc}")
+
+    run_in_threads(work, range(8), switch_interval=1e-6)
+    assert errors == []
+    assert len(materialize._GRAPHS) <= 8

@@ -12,6 +12,7 @@ import asyncio
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -102,6 +103,12 @@ def run_in_threads(fn: Callable[[Any], None], args: Any, switch_interval: float 
         sys.setswitchinterval(old)
 
 
+def _where(exc: BaseException) -> str:
+    """The innermost frames an exception passed through, so that a failure in CI says where it came from."""
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    return " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in reversed(frames))
+
+
 def run_threads(backend: str, threads: int = 8, steps: int = 40, switch_interval: float | None = 1e-5,
                 seed: int = 0) -> list[str]:
     """``threads`` workers in threads, ``steps`` steps each; returns the problems (empty: NumPy's answers)."""
@@ -119,7 +126,7 @@ def run_threads(backend: str, threads: int = 8, steps: int = 40, switch_interval
                 for i in range(steps):
                     worker.step(i + k)  # (threads at different steps at any moment)
         except Exception as exc:  # (reported by the caller, with the worker and the step)
-            problems.append(f"thread {k}: {type(exc).__name__}: {exc}")
+            problems.append(f"thread {k}: {type(exc).__name__}: {exc} at {_where(exc)}")
 
     run_in_threads(work, range(threads), switch_interval)
     with npgpu.enable(backend, threshold=0):
@@ -146,7 +153,7 @@ def run_tasks(backend: str, tasks: int = 8, steps: int = 24, seed: int = 0) -> l
                     worker.step(i + k)
                     await asyncio.sleep(0)
         except Exception as exc:
-            problems.append(f"task {k}: {type(exc).__name__}: {exc}")
+            problems.append(f"task {k}: {type(exc).__name__}: {exc} at {_where(exc)}")
 
     async def main() -> None:
         await asyncio.gather(*(task(k) for k in range(tasks)))

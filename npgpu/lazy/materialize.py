@@ -68,6 +68,18 @@ def use_walk(walk: Any) -> None:
 #: new arrays reuses the graph instead of building it again (most of materializing's CPU cost).
 _GRAPHS: dict[tuple[Any, ...], Graph] = {}
 _GRAPHS_MAX = 512
+#: Orders the eviction and the insertion: ``next(iter(_GRAPHS))`` is two calls, between which
+#: another thread's insertion failed the iterator ("dictionary changed size during iteration", once
+#: in CI's thread test, after the suite had filled the table).
+_GRAPHS_LOCK = threading.Lock()
+
+
+def _keep_graph(key: tuple[Any, ...], graph: Graph) -> None:
+    """Keep ``graph`` under ``key``, evicting the oldest graph when the table is full."""
+    with _GRAPHS_LOCK:
+        if len(_GRAPHS) >= _GRAPHS_MAX:
+            _GRAPHS.pop(next(iter(_GRAPHS)), None)  # oldest first
+        _GRAPHS[key] = graph
 
 
 class _GraphState:
@@ -150,9 +162,7 @@ class _GraphState:
             graph = builder.build([nodes[-1]], [out_dtype], store_check=key[-2][3].check)
             if graph.error_nodes:  # (a narrowing store reports for the root call)
                 object.__setattr__(graph, "error_sources", tuple(calls.get(n, root) for n in graph.error_nodes))
-            if len(_GRAPHS) >= _GRAPHS_MAX:
-                _GRAPHS.pop(next(iter(_GRAPHS)), None)  # oldest first (another thread may have taken it)
-            _GRAPHS[key] = graph
+            _keep_graph(key, graph)
         return graph
 
 
