@@ -794,24 +794,56 @@ def _host_reduction(func: Any, host: numpy.ndarray, kwargs: dict[str, Any]) -> A
     """``np.sum(host, axis=...)`` of one host array with plain options, where the one-pass rule
     keeps it in NumPy (``_one_pass_stays``): NumPy's answer, recorded as the general path records
     it, without that path's scans of the arguments. resnet's 3136 per-pixel sums of a 2.4 MB host
-    product paid them every time: 8 us a call here, 5% of the kernel. NotImplemented for anything
-    else (the general path decides)."""
+    product paid them every time: 8 us a call here, 5% of the kernel. With at most an axis, the
+    ufunc reduction NumPy's function ends in is called directly (``Reduction.small_call``), as the
+    namespace's small road does: 6 us over NumPy's call became about 2. NotImplemented for
+    anything else (the general path decides)."""
     for key, value in kwargs.items():
         if key not in _PLAIN_OPTIONS:
             return NotImplemented
         kind = type(value)
         if kind is tuple:
-            if any(type(v) is not int for v in value):
-                return NotImplemented
+            for v in value:  # (a loop, not any(): this runs at every call)
+                if type(v) is not int:
+                    return NotImplemented
         elif kind not in _PLAIN_TYPES and not isinstance(value, type):
             return NotImplemented
     state = _config.current()
     backend = state.backend
-    if (backend is None or backend.is_host or not state.enabled or backend.prefers_host(func)
-            or not _one_pass_stays(backend, [host])):
+    if backend is None or backend.is_host or not state.enabled or backend.prefers_host(func):
         return NotImplemented
-    _report.record(func, "host", **_rule(backend, _placement.ONE_PASS_ON_HOST, [], [host]))
+    other_s = _one_pass_other_s(backend, host.nbytes)
+    if other_s is NotImplemented:
+        return NotImplemented
+    _report.record(func, "host", rule=_placement.ONE_PASS_ON_HOST, other_s=other_s)
+    reduction = _REDUCTIONS[func]
+    axis = kwargs.get("axis", _AXES)  # (a sentinel: no axis given is len(kwargs) == 0)
+    if reduction.small_call and (not kwargs or (len(kwargs) == 1 and type(axis) in _AXES)):
+        return reduction.ufunc.reduce(host, None if axis is _AXES else axis, reduction.small_dtype)
     return func(host, **kwargs)
+
+
+_AXES = frozenset({int, tuple, type(None)})  # (a tuple's items are ints: checked above)
+#: (id of a backend's costs, bytes) -> (those costs, the other choice's seconds, or NotImplemented where
+#: the one-pass rule moves the bytes): ``_host_reduction`` asks it at every call of a loop (resnet: 3136
+#: per-pixel sums a call, of three sizes)
+_ONE_PASS: dict[tuple[int, int], tuple[Any, Any]] = {}
+
+
+def _one_pass_other_s(backend: Any, nbytes: int) -> Any:
+    """For a one-array host reduction of ``nbytes``: NotImplemented where the one-pass rule would
+    not keep it in NumPy, else what the other choice would cost (the report's estimate)."""
+    costs = backend.costs
+    key = (id(costs), nbytes)
+    found = _ONE_PASS.get(key)
+    if found is not None and found[0] is costs:
+        return found[1]
+    stays = costs is not None and _one_pass_bytes_stay(costs, nbytes)
+    other_s = _placement.other_choice_s(backend, _placement.ONE_PASS_ON_HOST, 0, nbytes) if stays else NotImplemented
+    if len(_ONE_PASS) >= 256:
+        _ONE_PASS.clear()  # (one C call; a loop's few sizes come back at once)
+    _ONE_PASS[key] = (costs, other_s)
+    return other_s
 
 
 def _one_pass_stays(backend: Any, hosts: list[numpy.ndarray]) -> bool:
@@ -821,9 +853,10 @@ def _one_pass_stays(backend: Any, hosts: list[numpy.ndarray]) -> bool:
     (never on the H200's link or on PoCL, by their measured costs). Without measured costs the
     thresholds decide, as before. (resnet's per-pixel sums of a 1.2 MB host product were uploaded.)"""
     costs = backend.costs
-    if costs is None:
-        return False
-    nbytes = sum(h.nbytes for h in hosts)
+    return costs is not None and _one_pass_bytes_stay(costs, sum(h.nbytes for h in hosts))
+
+
+def _one_pass_bytes_stay(costs: Any, nbytes: int) -> bool:
     return costs.upload_time_s(nbytes) + costs.device_op_s(nbytes) >= costs.host_op_s(nbytes)
 
 

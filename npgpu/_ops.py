@@ -32,7 +32,7 @@ class Reduction:
     """A NumPy function that is one ufunc reduction.
 
     ``ufunc``: the reduction's ufunc (also the fused map-reduce kernel's operation, by name);
-    ``small_call``: whether, for an exact ndarray and at most an int axis, NumPy's function is
+    ``small_call``: whether, for an exact ndarray and at most an axis (an int or a tuple of ints), NumPy's function is
     ``ufunc.reduce(a, axis, small_dtype)`` (fromnumeric's _wrapreduction), which the namespace's
     short road then calls directly; ``divides``: the result is divided by the count (mean)."""
 

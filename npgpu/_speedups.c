@@ -605,6 +605,25 @@ done:
     return result;
 }
 
+/* An axis the short road passes to ufunc.reduce as NumPy's function would: None, an exact int, or a
+ * tuple of exact ints (resnet's per-pixel sums over axis=(1, 2, 3)). */
+static int
+plain_axis(PyObject *axis)
+{
+    if (axis == Py_None || Py_TYPE(axis) == &PyLong_Type) {
+        return 1;
+    }
+    if (Py_TYPE(axis) != &PyTuple_Type) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(axis); i++) {
+        if (Py_TYPE(PyTuple_GET_ITEM(axis, i)) != &PyLong_Type) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *
 reduction_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -624,7 +643,7 @@ reduction_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwn
     else if (nargs != 1 || nkw != 0) {
         goto routed;
     }
-    if ((axis != Py_None && Py_TYPE(axis) != &PyLong_Type) || Py_TYPE(args[0]) != g_ndarray) {
+    if (!plain_axis(axis) || Py_TYPE(args[0]) != g_ndarray) {
         goto routed;
     }
     const Fields *fields = state_fields();

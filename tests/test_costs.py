@@ -132,6 +132,10 @@ def test_a_reduction_of_host_data_moves_only_where_its_one_pass_pays_for_the_upl
     (numpy.sum, {"axis": 0, "keepdims": True}),
     (numpy.mean, {"axis": (0, 2), "dtype": numpy.float32}),
     (numpy.max, {}),
+    (numpy.all, {"axis": (0, 1)}),  # (the ufunc reduction NumPy's function ends in, called directly)
+    (numpy.prod, {"axis": 2}),
+    (numpy.min, {"axis": None}),
+    (numpy.sum, {"dtype": numpy.float32}),
     (numpy.sum, {"axis": 1, "where": numpy.arange(32) > 3}),  # (an array option: the general path)
 ])
 def test_a_host_reduction_that_stays_in_numpy_answers_and_counts_as_the_general_path(monkeypatch, func, kwargs):

@@ -443,6 +443,41 @@ def test_small_host_reductions_are_counted():
     assert [counts[name]["host"] for name in names] == [1] * 7
 
 
+
+_T3 = numpy.linspace(-1.0, 1.0, 60).reshape(3, 4, 5)
+
+
+@pytest.mark.parametrize(("name", "host", "axis"), [
+    ("sum", _T3, (0, 2)), ("sum", _T3, (1, 2)), ("max", _T3, (2, 0)), ("min", _T3, (-1,)), ("prod", _T3, ()),
+    ("any", _T3 > 0.5, (0, 1)), ("all", _T3 > -2, (0, 1, 2)),
+    ("sum", numpy.arange(60, dtype=numpy.int8).reshape(3, 4, 5), (0, 2)),
+    ("sum", _T3 > 0, (1, 2)), ("sum", _T3, (0, 0)), ("sum", _T3, (0, 3)), ("max", _T3[:, :0], (1, 2)),
+])
+def test_small_host_reductions_over_tuples_of_axes_give_numpys_answers(name, host, axis):
+    """A small host reduction over several axes (resnet's per-pixel sums over ``axis=(1, 2, 3)``)
+    takes the namespace's short road, as one over an int axis does: NumPy's values, dtype and
+    errors, counted as a small host call."""
+    import npgpu
+
+    numpy_func, npgpu_func = getattr(numpy, name), getattr(npgpu, name)
+    try:
+        expected, expected_exc = numpy_func(host, axis=axis), None
+    except Exception as exc:  # (NumPy's own error, compared below)
+        expected, expected_exc = None, exc
+    npgpu.report(reset=True)
+    with npgpu.enable("numpy", threshold=1 << 20):
+        for call in (lambda: npgpu_func(host, axis=axis), lambda: npgpu_func(host, axis)):
+            if expected_exc is not None:
+                with pytest.raises(type(expected_exc)) as raised:
+                    call()
+                assert str(raised.value) == str(expected_exc)
+            else:
+                got = call()
+                assert type(got) is type(expected) and got.dtype == expected.dtype
+                numpy.testing.assert_array_equal(got, expected)
+    counts = npgpu.report().as_dict()["functions"][name]
+    assert (counts["host"], counts["device"], counts["fallback"]) == (2, 0, 0)
+
 # -- small creations and constructors (the namespace's short road to NumPy) -------------------
 
 _HOST_DATA = numpy.arange(12.0).reshape(3, 4)

@@ -30,6 +30,7 @@ B = A[::-1].copy()
 M = A.reshape(3, 4)
 I8 = numpy.arange(-6, 6, dtype=numpy.int8)
 BIG = numpy.linspace(0.0, 1.0, 4000)  # 32 kB: above the threshold the tests set
+T3 = numpy.linspace(0.0, 1.0, 24).reshape(2, 3, 4)
 
 # (function, args, kwargs): every kind of wrapper, the call forms its short road reads and the
 # ones it must leave to the general road, and calls NumPy rejects.
@@ -113,6 +114,16 @@ CALLS = [
     (numpy.prod, (I8[:4],), {}),
     (numpy.sum, (BIG,), {}),
     (numpy.sum, ([1, 2, 3],), {}),
+    # tuple axes (resnet's per-pixel sums): the short road's, and the ones it leaves
+    (numpy.sum, (T3,), {"axis": (0, 2)}),
+    (numpy.max, (T3, (1, 2)), {}),
+    (numpy.any, (T3 > 0.5,), {"axis": (0, 1)}),
+    (numpy.sum, (T3,), {"axis": ()}),
+    (numpy.sum, (T3,), {"axis": (0, 0)}),  # ValueError: duplicate
+    (numpy.sum, (T3,), {"axis": (0, 3)}),  # AxisError
+    (numpy.sum, (T3,), {"axis": (0, numpy.int64(1))}),  # (not an exact int: the general road)
+    (numpy.sum, (T3[:, :0],), {"axis": (1, 2)}),
+    (numpy.min, (T3[:, :0],), {"axis": (1, 2)}),  # ValueError: empty
 ]
 
 STATES = ["off", "numpy", "emulated", "opencl", "cupy"]
