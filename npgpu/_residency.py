@@ -360,10 +360,11 @@ class _Computed:
     read, of at most its bytes (a small column computed from a large matrix says nothing of the
     matrix's work). A computed array is indexed right after the kernel that made it ran (its first
     index runs the kernel), so its ledger, opened there, finds them here; found when it is computed,
-    as its sources may be gone by then (resnet's ``std``, dead once ``x`` is computed from it)."""
+    as its sources may be gone by then (resnet's ``std``, dead once ``x`` is computed from it).
+    ``last`` is one (reference, sources) pair, set in one store: threads computing at once never
+    pair one array with another's sources."""
 
-    ref: Any = None
-    sources: tuple[Ledger, ...] = ()
+    last: tuple[Any, tuple[Ledger, ...]] | None = None
 
 
 #: id of a tracked array's memory (its native) -> its ledger, for arrays of an origin (entries):
@@ -374,8 +375,8 @@ _by_memory: dict[int, Ledger] = {}
 
 def _sources(root: Any) -> tuple[Ledger, ...]:
     """The sources ``charge_kernel`` found for computed array ``root``, if it is the last one."""
-    ref = _Computed.ref
-    return _Computed.sources if ref is not None and ref() is root else ()
+    last = _Computed.last
+    return last[1] if last is not None and last[0]() is root else ()
 
 
 def _note_computed(computed: Any, inputs: Any, nbytes: int) -> None:
@@ -402,9 +403,9 @@ def _note_computed(computed: Any, inputs: Any, nbytes: int) -> None:
         if data is not None and id(data) == key and data.nbytes <= nbytes and ledger not in found:
             found.append(ledger)
     if found:
-        _Computed.ref, _Computed.sources = weakref.ref(computed), tuple(found)
-    elif _Computed.ref is not None:
-        _Computed.ref, _Computed.sources = None, ()
+        _Computed.last = (weakref.ref(computed), tuple(found))
+    elif _Computed.last is not None:
+        _Computed.last = None
 
 
 def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
