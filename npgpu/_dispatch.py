@@ -621,7 +621,6 @@ def _sliding_window_view(x: DeviceArray, window_shape: Any, axis: Any = None, *,
 #: NotImplemented from one: the general path takes the call
 _VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstack: _unstack, numpy.diag: _diag,
                                            numpy.lib.stride_tricks.sliding_window_view: _sliding_window_view}
-_AXES = (int, type(None))
 _REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 #: (function, backend, dtype, keywords given, axis a tuple) -> whether the backend reduces such an array itself
 _REDUCES: dict[tuple[Any, ...], bool] = {}
@@ -639,8 +638,8 @@ def _reduce_array(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     if n > 2 or (n == 2 and kwargs) or array.size == 0:
         return NotImplemented
     axis = args[1] if n == 2 else kwargs.get("axis")
-    if type(axis) not in _AXES and not (type(axis) is tuple and all(type(a) is int for a in axis)) or \
-            (kwargs and not _REDUCE_KEYWORDS.issuperset(kwargs)) or type(kwargs.get("keepdims", False)) is not bool:
+    if not _ops.plain_axis(axis) or (kwargs and not _REDUCE_KEYWORDS.issuperset(kwargs)) or \
+            type(kwargs.get("keepdims", False)) is not bool:
         return NotImplemented
     state = _config.current()
     backend = array._backend
@@ -817,13 +816,14 @@ def _host_reduction(func: Any, host: numpy.ndarray, kwargs: dict[str, Any]) -> A
         return NotImplemented
     _report.record(func, "host", rule=_placement.ONE_PASS_ON_HOST, other_s=other_s)
     reduction = _REDUCTIONS[func]
-    axis = kwargs.get("axis", _AXES)  # (a sentinel: no axis given is len(kwargs) == 0)
-    if reduction.small_call and (not kwargs or (len(kwargs) == 1 and type(axis) in _AXES)):
-        return reduction.ufunc.reduce(host, None if axis is _AXES else axis, reduction.small_dtype)
+    if reduction.small_call:
+        if not kwargs:
+            return reduction.ufunc.reduce(host, None, reduction.small_dtype)
+        if len(kwargs) == 1 and "axis" in kwargs and _ops.plain_axis(kwargs["axis"]):
+            return reduction.ufunc.reduce(host, kwargs["axis"], reduction.small_dtype)
     return func(host, **kwargs)
 
 
-_AXES = frozenset({int, tuple, type(None)})  # (a tuple's items are ints: checked above)
 #: (id of a backend's costs, bytes) -> (those costs, the other choice's seconds, or NotImplemented where
 #: the one-pass rule moves the bytes): ``_host_reduction`` asks it at every call of a loop (resnet: 3136
 #: per-pixel sums a call, of three sizes)

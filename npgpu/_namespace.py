@@ -333,22 +333,6 @@ def wrap_constructor(func: Callable[..., Any], module: str = "npgpu", native: bo
     return _finish(construct, func, module)
 
 
-_AXIS_TYPES = frozenset({int, type(None)})
-
-
-def _plain_axis(axis: Any) -> bool:
-    """An axis the short road passes to ``ufunc.reduce`` as NumPy's function would: None, an int,
-    or a tuple of ints (resnet's per-pixel sums over ``axis=(1, 2, 3)``); the C twin: plain_axis."""
-    if type(axis) in _AXIS_TYPES:
-        return True
-    if type(axis) is not tuple:
-        return False
-    for v in axis:
-        if type(v) is not int:
-            return False
-    return True
-
-
 def wrap_reduction(
     func: Callable[..., Any], uf: numpy.ufunc, dtype: type | None, module: str = "npgpu", native: bool = True
 ) -> Callable[..., Any]:
@@ -360,7 +344,7 @@ def wrap_reduction(
     placement check on small-array code. Anything else takes the ordinary wrapper.
     """
     routed = wrap_function(func, module, native)
-    state_get, config, ndarray_type, plain_axis = _state_get, _config, _ndarray, _plain_axis
+    state_get, config, ndarray_type, plain_axis = _state_get, _config, _ndarray, _ops.plain_axis
     reduce = uf.reduce
     small_calls = _report.host_counter(func, _cell(native))
     if native and _speedups is not None:

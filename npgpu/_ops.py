@@ -32,9 +32,10 @@ class Reduction:
     """A NumPy function that is one ufunc reduction.
 
     ``ufunc``: the reduction's ufunc (also the fused map-reduce kernel's operation, by name);
-    ``small_call``: whether, for an exact ndarray and at most an axis (an int or a tuple of ints), NumPy's function is
-    ``ufunc.reduce(a, axis, small_dtype)`` (fromnumeric's _wrapreduction), which the namespace's
-    short road then calls directly; ``divides``: the result is divided by the count (mean)."""
+    ``small_call``: whether, for an exact ndarray and at most a ``plain_axis``, NumPy's function
+    is ``ufunc.reduce(a, axis, small_dtype)`` (fromnumeric's _wrapreduction), which the
+    namespace's short road (and the one-pass rule's, for host data above the thresholds) then
+    calls directly; ``divides``: the result is divided by the count (mean)."""
 
     ufunc: numpy.ufunc
     small_call: bool = True
@@ -45,6 +46,21 @@ class Reduction:
     def fused_op(self) -> str:
         """The map-reduce operation of a fused reduction (npgpu/kernels/codegen.map_reduce)."""
         return self.ufunc.__name__
+
+
+def plain_axis(axis: Any) -> bool:
+    """An axis a short road passes to ``ufunc.reduce`` as NumPy's function would: None, an int,
+    or a tuple of ints (resnet's per-pixel sums over ``axis=(1, 2, 3)``). The C twin:
+    _speedups.c's plain_axis."""
+    kind = type(axis)
+    if kind is int or axis is None:
+        return True
+    if kind is not tuple:
+        return False
+    for v in axis:  # (a loop, not all(): this runs at every call of a loop's reductions)
+        if type(v) is not int:
+            return False
+    return True
 
 
 #: NumPy function -> how it reduces (the namespace's short road and fused map-reduce kernels).
