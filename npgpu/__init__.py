@@ -23,6 +23,7 @@ from . import (
     _native,
     _ops,
     _random,
+    _report,
     _residency,
     _transfer,
 )
@@ -67,6 +68,7 @@ _native.configure(_native.Parts(
     scalar_type=_registry.ScalarArg, ref_type=_registry._Ref, forget=_registry._forget, refs=_registry._refs,
     recorder_globals=vars(_recorder), materialize=_materialize.materialize, errstate_var=_fperr._EXTOBJ,
     errstate_cache=_fperr.CACHE, warnings_globals=_fperr._WARNINGS, code_kind=_callsite.CODE_KIND,
+    tracked=_array.tracked, report_local=_report._local, getitem=_dispatch._GETITEM,
     record_binary=_recorder.record_binary, record_unary=_recorder.record_unary, use_walk=_materialize.use_walk,
     front_methods=_array.use_native_methods))
 

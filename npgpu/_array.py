@@ -949,7 +949,9 @@ for _name, _uf in (("neg", numpy.negative), ("pos", numpy.positive), ("abs", num
     setattr(DeviceArray, f"__{_name}__", _direct_unary(_uf, f"__{_name}__"))
 
 # The Python methods that npgpu._speedups.FastMethod can front: name -> (method, kind, ufunc).
-_PYTHON_METHODS: dict[str, tuple[Any, int, Any]] = {"__array_ufunc__": (DeviceArray.__array_ufunc__, 2, None)}
+_PYTHON_METHODS: dict[str, tuple[Any, int, Any]] = {"__array_ufunc__": (DeviceArray.__array_ufunc__, 2, None),
+                                                    # (kind 3: a view the array keeps, _dispatch.basic_getitem's)
+                                                    "__getitem__": (DeviceArray.__getitem__, 3, None)}
 for _name in [n for n, m in vars(DeviceArray).items() if getattr(m, "_npgpu_operator", None)]:
     _method = vars(DeviceArray)[_name]
     _PYTHON_METHODS[_name] = (_method, _method._npgpu_operator[0], _method._npgpu_operator[1])

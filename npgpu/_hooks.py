@@ -67,9 +67,9 @@ class Core(Protocol):
         """Recorded work reading ``native``'s memory runs now: it is about to change, or the array
         holding it to hold another native (lazy.materialize.before_write)."""
 
-    def charge_read(self, array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
-        """Residency: ``array[key]`` gave ``result``, taking ``seconds`` where measured
-        (npgpu/_residency.py)."""
+    def charge_read(self, array: Any, key: Any, result: Any, seconds: float | None = None, frame: Any = None) -> None:
+        """Residency: ``array[key]`` gave ``result``, taking ``seconds`` where measured, from user
+        code at ``frame`` (default: the frame above DeviceArray's method) (npgpu/_residency.py)."""
 
     def charge_write(self, array: Any, key: Any, value: Any) -> None:
         """Residency: ``array[key] = value`` ran (npgpu/_residency.py)."""

@@ -408,15 +408,16 @@ def _note_computed(computed: Any, inputs: Any, nbytes: int) -> None:
         _Computed.last = None
 
 
-def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None) -> None:
-    """``array[key]`` (DeviceArray's method, called from the frame above it) gave ``result``, in
+def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None, frame: Any = None) -> None:
+    """``array[key]`` (DeviceArray's method, called from the frame above it, or ``frame`` where the
+    caller knows it: the C road for kept views, which has no frame of its own) gave ``result``, in
     ``seconds`` where measured: charge the ledger of the array it views. (Run at every index of a
     tracked array: few calls.)"""
     window = _Window
     if window.skip:  # (a calm window's sampling: this charge is stood for by the next one taken)
         window.skip -= 1
         return
-    found = _user_ledger(array, sys._getframe(2))
+    found = _user_ledger(array, sys._getframe(2) if frame is None else frame)
     if found is None:
         return
     root, ledger = found

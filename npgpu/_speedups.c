@@ -1648,7 +1648,7 @@ walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * _array's globals per call, as the Python methods read it.
  * ------------------------------------------------------------------------------------------- */
 
-enum { M_BINARY = 0, M_UNARY = 1, M_ARRAY_UFUNC = 2 };
+enum { M_BINARY = 0, M_UNARY = 1, M_ARRAY_UFUNC = 2, M_GETITEM = 3 };
 
 typedef struct {
     PyObject_HEAD
@@ -1663,15 +1663,27 @@ typedef struct {
 static PyObject *m_code_kind;     /* _array._code_kind: id(code object) -> 0/1/2 (2: user code) */
 static PyObject *m_array_globals; /* vars(npgpu._hooks.core): the installed recorder roads and loop cache */
 static PyObject *m_native_binary, *m_native_unary; /* this module's record_binary / record_unary */
-static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call;
+static PyObject *m_tracked;       /* _array.tracked: residency's ledgers (non-empty: index work is charged) */
+static PyObject *m_report_local;  /* _report._local: this thread's table of call counts (.table) */
+static PyObject *m_getitem_id;    /* id(_dispatch._GETITEM), the function views are counted under */
+static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call, *s_table, *s_ndim, *s_base,
+    *s_charge_read, *s_where_device;
 
 static PyObject *
 configure_methods(PyObject *module, PyObject *args)
 {
-    PyObject *code_kind, *globals;
-    if (!PyArg_ParseTuple(args, "O!O!:configure_methods", &PyDict_Type, &code_kind, &PyDict_Type, &globals)) {
+    PyObject *code_kind, *globals, *tracked, *report_local, *getitem;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO:configure_methods", &PyDict_Type, &code_kind, &PyDict_Type, &globals,
+                          &PyDict_Type, &tracked, &report_local, &getitem)) {
         return NULL;
     }
+    PyObject *getitem_id = PyLong_FromVoidPtr((void *)getitem);
+    if (getitem_id == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(m_getitem_id, getitem_id);
+    Py_XSETREF(m_tracked, Py_NewRef(tracked));
+    Py_XSETREF(m_report_local, Py_NewRef(report_local));
     PyObject *binary = PyObject_GetAttrString(module, "record_binary");
     PyObject *unary = binary == NULL ? NULL : PyObject_GetAttrString(module, "record_unary");
     if (unary == NULL) {
@@ -1748,6 +1760,240 @@ short_road(PyObject *name, PyObject *native, PyObject **args, Py_ssize_t nargs,
     return result;
 }
 
+/* _dispatch._basic_key: a key of ints, slices of ints (or None), None and Ellipsis. */
+static int
+basic_index(PyObject *k)
+{
+    if (Py_IS_TYPE(k, &PySlice_Type)) {
+        PySliceObject *sl = (PySliceObject *)k;
+        PyObject *parts[3] = {sl->start, sl->stop, sl->step};
+        for (int i = 0; i < 3; i++) {
+            if (parts[i] != Py_None && !Py_IS_TYPE(parts[i], &PyLong_Type)) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    return Py_IS_TYPE(k, &PyLong_Type) || k == Py_None || k == Py_Ellipsis;
+}
+
+static int
+basic_key(PyObject *key)
+{
+    if (!PyTuple_CheckExact(key)) {
+        return basic_index(key);
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++) {
+        if (!basic_index(PyTuple_GET_ITEM(key, i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+/* _dispatch._spelled: slices spelled as (slice, start, stop, step), hashable before Python 3.12. */
+static PyObject *
+spelled_index(PyObject *k)
+{
+    if (!Py_IS_TYPE(k, &PySlice_Type)) {
+        return Py_NewRef(k);
+    }
+    PySliceObject *sl = (PySliceObject *)k;
+    return PyTuple_Pack(4, (PyObject *)&PySlice_Type, sl->start, sl->stop, sl->step);
+}
+
+static PyObject *
+spelled_key(PyObject *key)
+{
+    if (!PyTuple_CheckExact(key)) {
+        return spelled_index(key);
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    PyObject *spelled = PyTuple_New(n);
+    if (spelled == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = spelled_index(PyTuple_GET_ITEM(key, i));
+        if (item == NULL) {
+            Py_DECREF(spelled);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(spelled, i, item);
+    }
+    return spelled;
+}
+#else
+static PyObject *
+spelled_key(PyObject *key)
+{
+    return Py_NewRef(key);
+}
+#endif
+
+/* array[key] for a basic key whose view array keeps (_dispatch._view), from user code, with a
+ * device in force: _dispatch.basic_getitem's answer (a device array viewing array's memory,
+ * counted at the caller's line, charged by residency) without its Python calls. NULL with *err
+ * unset declines (the Python method does the rest: a first view or count, a scalar, anything
+ * else); NULL with *err set is an error. */
+static PyObject *
+kept_view(PyObject *array, PyObject *key, int *err)
+{
+    *err = 0;
+    if (SLOT(array, off_array[A_PENDING]) != Py_None) {
+        return NULL;
+    }
+    PyObject *views = SLOT(array, off_array[A_VIEWS]);
+    PyObject *data = SLOT(array, off_array[A_DATA]);
+    if (views == NULL || !PyTuple_CheckExact(views) || PyTuple_GET_SIZE(views) != 2 ||
+        PyTuple_GET_ITEM(views, 0) != data || !PyDict_CheckExact(PyTuple_GET_ITEM(views, 1)) || !basic_key(key)) {
+        return NULL;
+    }
+    PyObject *frame = user_frame(err);
+    if (frame == NULL) {
+        return NULL;
+    }
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        *err = 1;
+        return NULL;
+    }
+    if (fields->backend == Py_None) {
+        return NULL;
+    }
+    PyObject *spelled = spelled_key(key);
+    if (spelled == NULL) {
+        *err = 1;
+        return NULL;
+    }
+    PyObject *native = PyDict_GetItemWithError(PyTuple_GET_ITEM(views, 1), spelled); /* borrowed */
+    Py_DECREF(spelled);
+    if (native == NULL) {
+        *err = PyErr_Occurred() != NULL;
+        return NULL;
+    }
+    Py_INCREF(native);
+    PyObject *result = NULL, *table = NULL, *count_key = NULL, *root = NULL;
+    /* a 0-d view is an element read (the Python road reads it back, or serves it from a copy) */
+    PyObject *ndim = PyObject_GetAttr(native, s_ndim);
+    if (ndim == NULL) {
+        goto error;
+    }
+    long dims = PyLong_AsLong(ndim);
+    Py_DECREF(ndim);
+    if (dims == -1 && PyErr_Occurred()) {
+        goto error;
+    }
+    if (dims == 0) {
+        goto decline;
+    }
+    /* _transfer.view_of: the device array owning the memory is array, or its base */
+    root = PyObject_GetAttr(native, s_base);
+    if (root == NULL) {
+        PyErr_Clear();
+        goto decline;
+    }
+    if (root == Py_None) {
+        goto decline; /* (a view of no memory's owner: the Python road makes it an array of its own) */
+    }
+    PyObject *base = SLOT(array, off_array[A_BASE]);
+    PyObject *owner = NULL;
+    if (data == root) {
+        owner = base == Py_None ? array : base;
+    }
+    else if (base != Py_None) {
+        PyObject *data_base = PyObject_GetAttr(data, s_base);
+        if (data_base == NULL) {
+            PyErr_Clear();
+        }
+        else {
+            owner = data_base == root ? base : NULL;
+            Py_DECREF(data_base);
+        }
+    }
+    if (owner == NULL) {
+        goto decline;
+    }
+    /* _report.count: this thread's table, at the caller's line; a first count is the Python road's */
+    table = PyObject_GetAttr(m_report_local, s_table);
+    if (table == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            goto error;
+        }
+        PyErr_Clear();
+        goto decline;
+    }
+    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
+    PyObject *code_id = PyLong_FromVoidPtr((void *)code);
+    Py_DECREF(code);
+    PyObject *lasti = code_id == NULL ? NULL : PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+    if (lasti == NULL) {
+        Py_XDECREF(code_id);
+        goto error;
+    }
+    count_key = PyTuple_Pack(4, m_getitem_id, code_id, lasti, s_where_device);
+    Py_DECREF(code_id);
+    Py_DECREF(lasti);
+    if (count_key == NULL) {
+        goto error;
+    }
+    PyObject *n = PyDict_GetItemWithError(table, count_key); /* borrowed */
+    if (n == NULL) {
+        if (PyErr_Occurred()) {
+            goto error;
+        }
+        goto decline;
+    }
+    PyObject *more = PyNumber_Add(n, r_one);
+    if (more == NULL || PyDict_SetItem(table, count_key, more) < 0) {
+        Py_XDECREF(more);
+        goto error;
+    }
+    Py_DECREF(more);
+    /* DeviceArray(native, array's backend, owner, array's read-only flag) */
+    result = r_array->tp_alloc(r_array, 0);
+    if (result == NULL) {
+        goto error;
+    }
+    set_slot(result, off_array[A_DATA], native);
+    set_slot(result, off_array[A_PENDING], Py_None);
+    set_slot(result, off_array[A_BACKEND], SLOT(array, off_array[A_BACKEND]));
+    set_slot(result, off_array[A_BASE], owner);
+    set_slot(result, off_array[A_READONLY], SLOT(array, off_array[A_READONLY]));
+    set_slot(result, off_array[A_VIEWS], Py_None);
+    /* residency: DeviceArray.__getitem__'s charge, with the user's frame handed in */
+    if (PyDict_GET_SIZE(m_tracked) > 0) {
+        PyObject *charge = PyDict_GetItemWithError(m_array_globals, s_charge_read); /* borrowed */
+        if (charge == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "npgpu._hooks.core has no charge_read");
+            }
+            goto error;
+        }
+        PyObject *call[5] = {array, key, result, Py_None, frame};
+        PyObject *charged = PyObject_Vectorcall(charge, call, 5, NULL);
+        if (charged == NULL) {
+            goto error;
+        }
+        Py_DECREF(charged);
+    }
+    Py_DECREF(table);
+    Py_DECREF(count_key);
+    Py_DECREF(root);
+    Py_DECREF(native);
+    return result;
+error:
+    *err = 1;
+decline:
+    Py_XDECREF(result);
+    Py_XDECREF(table);
+    Py_XDECREF(count_key);
+    Py_XDECREF(root);
+    Py_DECREF(native);
+    return NULL;
+}
+
 static PyObject *
 fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -1756,6 +2002,16 @@ fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     int err = 0;
     PyObject *frame = NULL, *result = NULL;
     if (r_array == NULL || m_array_globals == NULL || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        goto python;
+    }
+    if (self->kind == M_GETITEM) {
+        /* array[key]: a view the array keeps, from user code */
+        if (nargs == 2 && Py_IS_TYPE(args[0], r_array) && m_tracked != NULL) {
+            result = kept_view(args[0], args[1], &err);
+            if (result != NULL || err) {
+                return result;
+            }
+        }
         goto python;
     }
     switch (self->kind) {
@@ -1804,7 +2060,7 @@ fast_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOpO:FastMethod", keywords, &kind, &ufunc, &reflected, &method)) {
         return NULL;
     }
-    if (kind < M_BINARY || kind > M_ARRAY_UFUNC || !PyCallable_Check(method)) {
+    if (kind < M_BINARY || kind > M_GETITEM || !PyCallable_Check(method)) {
         PyErr_SetString(PyExc_ValueError, "FastMethod: unknown kind or method not callable");
         return NULL;
     }
@@ -1889,7 +2145,8 @@ static PyMethodDef module_methods[] = {
      "record_binary(ufunc, x, y, reflected, frame, loops): lazy.record_binary in C"},
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
      "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
-    {"configure_methods", configure_methods, METH_VARARGS, "configure_methods(code_kind, hooks_dict)"},
+    {"configure_methods", configure_methods, METH_VARARGS,
+     "configure_methods(code_kind, hooks_dict, tracked, report_local, getitem)"},
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
      "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
@@ -1928,6 +2185,11 @@ PyInit__speedups(void)
     INTERN(s_record_unary, "record_unary");
     INTERN(s_loops, "loops");
     INTERN(s_call, "__call__");
+    INTERN(s_table, "table");
+    INTERN(s_ndim, "ndim");
+    INTERN(s_base, "base");
+    INTERN(s_charge_read, "charge_read");
+    INTERN(s_where_device, "device");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");
     INTERN(s_shape, "shape");
@@ -1962,5 +2224,6 @@ PyInit__speedups(void)
     PyModule_AddIntConstant(m, "M_BINARY", M_BINARY);
     PyModule_AddIntConstant(m, "M_UNARY", M_UNARY);
     PyModule_AddIntConstant(m, "M_ARRAY_UFUNC", M_ARRAY_UFUNC);
+    PyModule_AddIntConstant(m, "M_GETITEM", M_GETITEM);
     return m;
 }

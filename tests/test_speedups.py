@@ -368,3 +368,98 @@ def test_recorder_rejects_what_is_not_a_device_array():
         sp.record_unary(numpy.negative, [1.0], None, {})
     with pytest.raises(TypeError):
         sp.walk(numpy.ones(3), numpy.dtype("f8"))
+
+
+# -- views a device array keeps: __getitem__'s C road (kept_view) against the Python one --------
+
+VIEW_KEYS = [
+    (slice(1, None), slice(None)),
+    (slice(None, -1), slice(None, -1)),
+    (slice(None), 3),
+    slice(2, 5),
+    4,
+    (Ellipsis, slice(None, None, 2)),
+    (None, slice(1, 3)),
+    (2, 3),  # an element: read back, never a kept view's road
+    (Ellipsis, 2, 3),  # a 0-d view
+    (slice(1, None), numpy.int64(0)),  # (not an exact int: the general road)
+    (slice(1, None), True),  # (a bool index adds an axis: never aliased with the key 1)
+    [1, 2],  # (fancy indexing)
+]
+
+
+def _views_of(state_costs, readonly):
+    """Each key of VIEW_KEYS taken three times (the second and third are kept views) from a root
+    array and from a view of it, with residency tracking the root: what each gave, what the
+    report counted at each line and the root's charged total."""
+    from npgpu import _residency
+
+    seen = []
+    host = numpy.arange(48.0).reshape(6, 8)
+    with npgpu.enable("emulated", threshold=0):
+        npgpu.report(reset=True)
+        root = npgpu.asarray(host.copy())
+        if readonly:
+            root.flags.writeable = False
+        sub = root[1:, :]
+        for array, name in ((root, "root"), (sub, "sub")):
+            for key in VIEW_KEYS:
+                for _ in range(3):
+                    try:
+                        got = array[key]
+                    except Exception as exc:  # (NumPy's error, compared between the roads)
+                        seen.append((name, repr(key), "raised", type(exc), str(exc)))
+                        continue
+                    values = numpy.asarray(got)
+                    base = getattr(got, "_base", None)
+                    seen.append((name, repr(key), type(got).__name__, values.dtype, values.shape, values.tolist(),
+                                 base is root, getattr(got, "_readonly", None)))
+        report = npgpu.report().as_dict()
+        ledger = _residency.tracked.get(id(root))
+        charged = None if ledger is None else round(ledger.total, 12)
+    sites = {site: (c["device"], c["host"], c["fallback"]) for site, c in report["call_sites"].items()}
+    return seen, sites, charged, state_costs
+
+
+@pytest.mark.parametrize("readonly", [False, True], ids=["writeable", "read-only"])
+def test_kept_views_in_c_are_the_python_roads(monkeypatch, readonly):
+    """The C road for a view an array keeps (``a[1:, :]`` again in a loop) gives what the Python
+    method gives: the same arrays (values, base, read-only flag), errors, report counts per line and
+    residency charges; keys it does not take (an element, fancy or non-int keys) go to Python."""
+    from npgpu.backends.costs import Costs
+
+    costs = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
+                  upload_bytes_per_s=8e9, host_call_s=1e-6)
+    monkeypatch.setattr(npgpu._get_backend("emulated"), "costs", costs)
+    from npgpu import _residency
+    # (charged, never moved: a move's moment depends on the wall time a window took)
+    monkeypatch.setattr(_residency, "SHARE", float("inf"))
+    monkeypatch.setattr(_residency, "FLOOR", float("inf"))
+    try:
+        _native.use_native(False)
+        assert not hasattr(npgpu.DeviceArray.__getitem__, "_method")
+        expected = _views_of(costs, readonly)
+        _native.use_native(True)
+        assert type(npgpu.DeviceArray.__getitem__).__name__ == "FastMethod"
+        got = _views_of(costs, readonly)
+    finally:
+        _native.use_native(True)
+        _residency._Window.reset()
+    assert got[0] == expected[0]
+    assert got[1] == expected[1] and any("test_speedups.py" in site for site in got[1])
+    assert got[2] == expected[2] and got[2] is not None and got[2] != 0.0
+
+
+def test_kept_views_in_c_answer_as_numpy_does(device_backend):
+    """Views taken again in a loop (the C road from the second on) hold NumPy's values, and writes
+    through them reach the array, as NumPy's views do."""
+    host = numpy.arange(60.0).reshape(6, 10)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host.copy())
+        for i in range(4):
+            view = a[1:, 2:]
+            numpy.testing.assert_array_equal(numpy.asarray(view), host[1:, 2:])
+            view[0, 0] = -i  # (through the view, into a)
+            host[1, 2] = -i
+            assert a[1:, 2:]._base is a
+        numpy.testing.assert_array_equal(numpy.asarray(a), host)
