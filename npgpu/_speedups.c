@@ -1927,7 +1927,11 @@ kept_view(PyObject *array, PyObject *key, int *err)
     PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
     PyObject *code_id = PyLong_FromVoidPtr((void *)code);
     Py_DECREF(code);
+#if PY_VERSION_HEX >= 0x030B0000
     PyObject *lasti = code_id == NULL ? NULL : PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+#else
+    PyObject *lasti = code_id == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
+#endif
     if (lasti == NULL) {
         Py_XDECREF(code_id);
         goto error;
