@@ -1667,7 +1667,7 @@ static PyObject *m_tracked;       /* _array.tracked: residency's ledgers (non-em
 static PyObject *m_report_local;  /* _report._local: this thread's table of call counts (.table) */
 static PyObject *m_getitem_id;    /* id(_dispatch._GETITEM), the function views are counted under */
 static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call, *s_table, *s_ndim, *s_base,
-    *s_charge_read, *s_where_device;
+    *s_charge_read;
 
 static PyObject *
 configure_methods(PyObject *module, PyObject *args)
@@ -1936,7 +1936,7 @@ kept_view(PyObject *array, PyObject *key, int *err)
         Py_XDECREF(code_id);
         goto error;
     }
-    count_key = PyTuple_Pack(4, m_getitem_id, code_id, lasti, s_where_device);
+    count_key = PyTuple_Pack(4, m_getitem_id, code_id, lasti, s_device); /* (where: "device") */
     Py_DECREF(code_id);
     Py_DECREF(lasti);
     if (count_key == NULL) {
@@ -2193,7 +2193,6 @@ PyInit__speedups(void)
     INTERN(s_ndim, "ndim");
     INTERN(s_base, "base");
     INTERN(s_charge_read, "charge_read");
-    INTERN(s_where_device, "device");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");
     INTERN(s_shape, "shape");

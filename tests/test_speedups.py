@@ -19,7 +19,8 @@ import numpy
 import pytest
 
 import npgpu
-from npgpu import _hooks, _namespace, _native
+from npgpu import _hooks, _namespace, _native, _residency
+from npgpu.backends.costs import Costs
 from npgpu.lazy import materialize as lazy_materialize
 from npgpu.lazy import recorder as lazy_recorder
 
@@ -392,8 +393,6 @@ def _views_of(state_costs, readonly):
     """Each key of VIEW_KEYS taken three times (the second and third are kept views) from a root
     array and from a view of it, with residency tracking the root: what each gave, what the
     report counted at each line and the root's charged total."""
-    from npgpu import _residency
-
     seen = []
     host = numpy.arange(48.0).reshape(6, 8)
     with npgpu.enable("emulated", threshold=0):
@@ -426,12 +425,9 @@ def test_kept_views_in_c_are_the_python_roads(monkeypatch, readonly):
     """The C road for a view an array keeps (``a[1:, :]`` again in a loop) gives what the Python
     method gives: the same arrays (values, base, read-only flag), errors, report counts per line and
     residency charges; keys it does not take (an element, fancy or non-int keys) go to Python."""
-    from npgpu.backends.costs import Costs
-
     costs = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
                   upload_bytes_per_s=8e9, host_call_s=1e-6)
     monkeypatch.setattr(npgpu._get_backend("emulated"), "costs", costs)
-    from npgpu import _residency
     # (charged, never moved: a move's moment depends on the wall time a window took)
     monkeypatch.setattr(_residency, "SHARE", float("inf"))
     monkeypatch.setattr(_residency, "FLOOR", float("inf"))
