@@ -85,9 +85,10 @@ def describe(state: State) -> str:
         why = f"enable(threshold={state.threshold})"
     elif backend.costs is not None:
         c = backend.costs
+        cached = "" if c.host_cached_bytes_per_s is None else f" ({c.host_cached_bytes_per_s / 1e9:.1f} in cache)"
         why = (f"{USES} operations' break-even from costs measured at first use (launch "
                f"{c.launch_s * 1e6:.0f} us, device {c.device_bytes_per_s / 1e9:.1f} GB/s, NumPy "
-               f"{c.host_bytes_per_s / 1e9:.1f} GB/s, upload {c.upload_s * 1e6:.0f} us + "
+               f"{c.host_bytes_per_s / 1e9:.1f} GB/s{cached}, upload {c.upload_s * 1e6:.0f} us + "
                f"{c.upload_bytes_per_s / 1e9:.1f} GB/s), at most the backend's own figures")
     else:
         why = f"the {backend.name} backend's fixed figures"

@@ -268,8 +268,8 @@ def test_info(tmp_path: Path) -> None:
     thresholds = doc["thresholds"]
     for name in ("cupy", "opencl"):
         if doc["backends"][name]["available"]:  # (the costs the thresholds were computed from)
-            assert {f"{name} measured {k}" for k in ("launch_us", "device_GBps", "host_GBps", "upload_us",
-                                                     "upload_GBps")} <= set(thresholds)
+            assert {f"{name} measured {k}" for k in ("launch_us", "device_GBps", "host_GBps", "host_cached_GBps",
+                                                     "upload_us", "upload_GBps")} <= set(thresholds)
             assert all(thresholds[k] > 0 for k in thresholds if k.startswith(f"{name} measured"))
 
 

@@ -69,11 +69,30 @@ def test_a_calibrated_backend_places_by_its_measured_costs(monkeypatch):
     assert _placement.threshold_bytes(_config.State(backend=backend, threshold=123)) == 123
 
 
+def test_numpys_time_runs_at_the_cached_rate_on_small_operations_and_the_large_rate_on_large_ones():
+    cached = Costs(launch_s=10e-6, device_bytes_per_s=2e12, host_bytes_per_s=5e9, upload_s=15e-6,
+                   upload_bytes_per_s=20e9, host_cached_bytes_per_s=20e9)
+    small, large = costs_mod.CACHED_ELEMENTS * 8, costs_mod.MEASURE_ELEMENTS * 8
+    assert cached.host_op_s(small) == pytest.approx(small / 20e9)
+    assert cached.host_op_s(small // 3) == pytest.approx(small // 3 / 20e9)
+    assert cached.host_op_s(large) == pytest.approx(large / 5e9)
+    assert cached.host_op_s(4 * large) == pytest.approx(4 * large / 5e9)
+    sizes = numpy.geomspace(small / 4, large * 4, 200)
+    times = [cached.host_op_s(n) for n in sizes]
+    assert times == sorted(times)  # (more bytes never take less time)
+    per_byte = [t / n for t, n in zip(times, sizes, strict=True)]
+    assert per_byte == sorted(per_byte) or numpy.allclose(numpy.diff(per_byte).clip(max=0), 0)
+    # (measured as no faster than the large rate, or not at all: the large rate throughout)
+    for same in (GPU, Costs(**{**vars(cached), "host_cached_bytes_per_s": 1e9})):
+        assert all(same.host_op_s(n) == pytest.approx(n / 5e9) for n in sizes)
+
+
 def test_the_measurement_runs_on_a_real_backend(device_backend):
     backend = npgpu.backends.get_backend(device_backend)
     measured = costs_mod.measure(backend)
     figures = measured.as_dict()
     assert all(math.isfinite(v) and v > 0 for v in figures.values()), figures
+    assert measured.host_cached_bytes_per_s >= measured.host_bytes_per_s
     if backend.calibrated:
         assert backend.costs is not None
         assert backend.default_threshold_bytes <= backend.upload_threshold_bytes

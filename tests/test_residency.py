@@ -886,3 +886,38 @@ def test_host_data_a_call_moves_is_an_entry_whose_learning_keeps_the_call_in_num
         made.append(type(result))
     assert made == [_array.DeviceArray, _array.ResidentArray, numpy.ndarray, numpy.ndarray]
     assert _placed_by(_placement.LEARNED_ON_HOST)
+
+
+def _pixels(x, w, out):
+    """resnet's conv2d loop, written for this test: a map-reduce of each 3 x 3 window of ``x``
+    with host weights, written into a host output."""
+    for i in range(out.shape[1]):
+        for j in range(out.shape[2]):
+            out[:, i, j, :] = npgpu.sum(x[:, i:i + 3, j:j + 3, :, None] * w[None], axis=(1, 2, 3))
+    return out
+
+
+@pytest.mark.parametrize("cached", [None, 25e9])
+def test_a_pixel_loop_whose_passes_numpy_runs_in_its_caches_moves_its_array(monkeypatch, cached):
+    """Each pixel's product (590 kB) and sum run in a core's caches, where NumPy is faster per byte
+    than its 8 MiB add says. With only the large rate measured, the two passes NumPy would make
+    look slower than the launch, and the array stays on the device (on the H100, resnet's
+    conv2 loop: 106 us a pixel there against NumPy's 77); with the cached rate, the loop's launches,
+    uploads and downloads cost more than NumPy's passes, and the array moves to the host."""
+    costs = Costs(launch_s=23e-6, device_bytes_per_s=1e12, host_bytes_per_s=10.7e9, upload_s=20e-6,
+                  upload_bytes_per_s=14.3e9, host_call_s=1e-6, host_cached_bytes_per_s=cached)
+    monkeypatch.setattr(get_backend("emulated"), "costs", costs)
+    monkeypatch.setattr(npgpu.lazy.materialize, "time", _StoppedClock)  # (the launches take a GPU's CPU)
+    rng = numpy.random.default_rng(11)
+    host, w = rng.random((8, 10, 10, 32)), rng.random((3, 3, 32, 32))
+    expected = _pixels(numpy.maximum(host - 0.5, 0.0), w, numpy.empty((8, 8, 8, 32)))
+    with npgpu.enable("emulated", threshold=0):
+        try:
+            x = npgpu.maximum(npgpu.asarray(host) - 0.5, 0.0)  # (computed: tracked from its first index)
+            got = numpy.empty((8, 8, 8, 32))
+            for _ in range(3):  # (windows are judged after 64 charges and 10 ms)
+                _pixels(x, w, got)
+            numpy.testing.assert_allclose(got, expected, rtol=1e-13)
+            assert type(x) is (_array.DeviceArray if cached is None else _array.ResidentArray)
+        finally:
+            _residency._Window.reset()

@@ -21,8 +21,17 @@ import numpy
 #: elements of the arrays the rates are measured on (8 MiB of float64: past the caches of a
 #: CPU device's cores, small enough to measure in milliseconds)
 MEASURE_ELEMENTS = 1 << 20
+#: elements of the second NumPy add, whose operands and result stay in a core's caches (512 kB of
+#: float64 a result): a loop's per-iteration arrays are often this size, and NumPy runs them 1.5-2x
+#: faster per byte than at MEASURE_ELEMENTS (resnet's per-pixel product of 590 kB: 100 us here on
+#: this 2-core machine where 8 MiB runs at 4-6 GB/s, 75 us of multiply and sum on the H100's host
+#: where the add of 8 MiB runs at 10.7 GB/s)
+CACHED_ELEMENTS = 1 << 16
 _REPEATS = 5
 _QUEUED = 16
+_LARGE_BYTES = MEASURE_ELEMENTS * 8
+_CACHED_BYTES = CACHED_ELEMENTS * 8
+_SPAN = math.log(_LARGE_BYTES / _CACHED_BYTES)
 
 
 @dataclass(frozen=True)
@@ -39,9 +48,23 @@ class Costs:
     upload_s: float  #: a small upload, from the call to its end
     upload_bytes_per_s: float  #: the link's rate beyond that
     host_call_s: float = 1e-6  #: NumPy's time for the same add of one element (its per-call cost)
+    #: NumPy's rate on arrays that stay in the caches (CACHED_ELEMENTS), at least ``host_bytes_per_s``;
+    #: None where only the large rate was measured
+    host_cached_bytes_per_s: float | None = None
 
     def host_op_s(self, nbytes: float) -> float:
-        return nbytes / self.host_bytes_per_s
+        """NumPy's time for an operation of ``nbytes`` (beyond its call): at the cached rate up to
+        the cached add's bytes, at the large rate from the large add's, and between the two a
+        per-byte cost moving from one to the other with the logarithm of the size (so the time
+        grows with the bytes)."""
+        large = 1.0 / self.host_bytes_per_s
+        cached = self.host_cached_bytes_per_s
+        if cached is None or nbytes >= _LARGE_BYTES:
+            return nbytes * large
+        small = min(1.0 / cached, large)
+        if nbytes <= _CACHED_BYTES:
+            return nbytes * small
+        return nbytes * (small + (large - small) * math.log(nbytes / _CACHED_BYTES) / _SPAN)
 
     def device_op_s(self, nbytes: float) -> float:
         return self.launch_s + nbytes / self.device_bytes_per_s
@@ -64,9 +87,12 @@ class Costs:
         return fixed / per_byte if per_byte > 0 else math.inf
 
     def as_dict(self) -> dict[str, float]:
-        return {"launch_us": self.launch_s * 1e6, "device_GBps": self.device_bytes_per_s / 1e9,
-                "host_GBps": self.host_bytes_per_s / 1e9, "upload_us": self.upload_s * 1e6,
-                "upload_GBps": self.upload_bytes_per_s / 1e9, "host_call_us": self.host_call_s * 1e6}
+        found = {"launch_us": self.launch_s * 1e6, "device_GBps": self.device_bytes_per_s / 1e9,
+                 "host_GBps": self.host_bytes_per_s / 1e9, "upload_us": self.upload_s * 1e6,
+                 "upload_GBps": self.upload_bytes_per_s / 1e9, "host_call_us": self.host_call_s * 1e6}
+        if self.host_cached_bytes_per_s is not None:
+            found["host_cached_GBps"] = self.host_cached_bytes_per_s / 1e9
+        return found
 
 
 def _best(run: Callable[[], Any], repeats: int = _REPEATS) -> float:
@@ -112,10 +138,13 @@ def measure(backend: Any) -> Costs:
     launch_s = _best(add(small, _QUEUED)) / _QUEUED
     device_big = _best(add(big))
     host_big = _best(lambda: numpy.add(host, host))  # (a new result each time, as a program's)
+    cached = host[:CACHED_ELEMENTS].copy()
+    host_cached = _best(lambda: numpy.add(cached, cached), _REPEATS * 4)
     host_call_s = _best(lambda: [numpy.add(tiny, tiny) for _ in range(_QUEUED)]) / _QUEUED
     return Costs(launch_s=launch_s, device_bytes_per_s=_rate(host.nbytes, device_big, launch_s),
                  host_bytes_per_s=host.nbytes / host_big, upload_s=upload_s,
-                 upload_bytes_per_s=_rate(host.nbytes, upload_big, upload_s), host_call_s=host_call_s)
+                 upload_bytes_per_s=_rate(host.nbytes, upload_big, upload_s), host_call_s=host_call_s,
+                 host_cached_bytes_per_s=max(_rate(cached.nbytes, host_cached, host_call_s), host.nbytes / host_big))
 
 
 #: how many device operations placement expects an array moved there to take part in: the model's
