@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 
 import numpy
 import pytest
@@ -187,3 +188,36 @@ def test_unknown_operand_types_get_notimplemented(on):
     assert a.__array_function__(numpy.concatenate, (npgpu.DeviceArray, _Duck), ([a, duck],), {}) is NotImplemented
     assert numpy.add(a, duck) == ("duck", "add")  # NumPy then asks the duck, which answers
     assert numpy.concatenate([a, duck]) == ("duck", "concatenate")
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 2)), ((4,), (4, 3)), ((5, 4, 3), (3, 2)), ((4,), (4,)),
+                                    ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (3, 2)), ((0, 4), (4, 0))])
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("int64", "float32"), ("complex128", "float64")])
+def test_the_matmul_operator_answers_and_fails_as_numpy_does_and_counts_at_its_line(on, shapes, dtypes):
+    """``a @ b`` of device arrays goes to the dispatcher straight from the operator (not NumPy's
+    override protocol): NumPy's values and dtype, NumPy's error, counted at the caller's line."""
+    rng = numpy.random.default_rng(5)
+    x, y = ((rng.random(s) * 4).astype(d) for s, d in zip(shapes, dtypes, strict=True))
+    try:
+        expected = x @ y
+    except ValueError as error:
+        with pytest.raises(ValueError, match=str(error).split("(")[0].strip()):
+            npgpu.asarray(x) @ npgpu.asarray(y)
+        return
+    a, b = npgpu.asarray(x), npgpu.asarray(y)
+    npgpu.report(reset=True)
+    got = a @ b; line = sys._getframe().f_lineno  # noqa: E702
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    numpy.testing.assert_allclose(npgpu.asnumpy(got), expected, rtol=1e-6 if "float32" in dtypes else 1e-12)
+    sites = npgpu.report().as_dict()["call_sites"]
+    assert any(site.endswith(f"test_array.py:{line}") and count["device"] + count["host"] >= 1
+               for site, count in sites.items()), sites
+
+
+@pytest.mark.parametrize("other", [2.0, 3, numpy.float64(1.5)])
+def test_matmul_with_a_scalar_raises_numpys_error(on, other):
+    a = npgpu.asarray(numpy.ones((3, 3)))
+    with pytest.raises(ValueError, match="matmul"):
+        numpy.ones((3, 3)) @ other
+    with pytest.raises(ValueError, match="matmul"):
+        a @ other
