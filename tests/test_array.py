@@ -221,3 +221,15 @@ def test_matmul_with_a_scalar_raises_numpys_error(on, other):
         numpy.ones((3, 3)) @ other
     with pytest.raises(ValueError, match="matmul"):
         a @ other
+
+
+@pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], [[1, 2], [3, 4], [5, 6]], numpy.arange(6.0).reshape(3, 2),
+                                   numpy.float32([0.5, 1.5, 2.5])])
+def test_matmul_with_host_operands_gives_numpys_answer_on_either_side(on, other):
+    """A list or host array on the right of a device array, and a host array on its left."""
+    host = numpy.arange(9.0).reshape(3, 3)
+    a = npgpu.asarray(host)
+    left = numpy.asarray(other).T  # (its shape fits on the left of a 3 x 3)
+    for got, expected in ((a @ other, host @ numpy.asarray(other)), (left @ a, left @ host)):
+        assert numpy.asarray(got).dtype == expected.dtype
+        numpy.testing.assert_allclose(numpy.asarray(got), expected, rtol=1e-6)
