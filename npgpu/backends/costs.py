@@ -23,9 +23,9 @@ import numpy
 MEASURE_ELEMENTS = 1 << 20
 #: elements of the second NumPy add, whose operands and result stay in a core's caches (512 kB of
 #: float64 a result): a loop's per-iteration arrays are often this size, and NumPy runs them 1.5-2x
-#: faster per byte than at MEASURE_ELEMENTS (resnet's per-pixel product of 590 kB: 100 us here on
-#: this 2-core machine where 8 MiB runs at 4-6 GB/s, 75 us of multiply and sum on the H100's host
-#: where the add of 8 MiB runs at 10.7 GB/s)
+#: faster per byte than at MEASURE_ELEMENTS (here, 2 cores: the 512 kB add at 11-20 GB/s, the 8 MiB
+#: one at 5-7; on the H100's host resnet's conv2 took NumPy about 77 us a pixel for a 590 kB product
+#: and its sum, where the 8 MiB rate of 10.7 GB/s says 112)
 CACHED_ELEMENTS = 1 << 16
 _REPEATS = 5
 _QUEUED = 16
