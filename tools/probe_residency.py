@@ -75,12 +75,12 @@ class Charges:
 
         def kernel(backend: Any, ops: int, nbytes: int, seconds: float = 0.0, computed: Any = None,
                    inputs: Any = ()) -> None:
-            costs = backend.costs
-            if costs is not None and _residency._Window.events:
-                numpy_s = ops * (costs.host_call_s + costs.host_op_s(nbytes))
-                self._note("kernel", max(costs.device_op_s(nbytes), seconds) - numpy_s, numpy_s)
-                self._note("kernel: launch took / device_op_s", seconds, costs.device_op_s(nbytes))
+            window = _residency._Window
+            excess, numpy_s = window.excess, window.numpy_s
             self._kernel(backend, ops, nbytes, seconds, computed, inputs)
+            if window.excess != excess or window.numpy_s != numpy_s:  # (what residency's own charge added)
+                self._note("kernel", window.excess - excess, window.numpy_s - numpy_s)
+                self._note("kernel: launch took / device_op_s", seconds, backend.costs.device_op_s(nbytes))
 
         _residency._add = add
         _residency.charge_kernel = _hooks.core.charge_kernel = kernel
