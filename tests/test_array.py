@@ -223,8 +223,8 @@ def test_matmul_with_a_scalar_raises_numpys_error(on, other):
         a @ other
 
 
-@pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], [[1, 2], [3, 4], [5, 6]], numpy.arange(6.0).reshape(3, 2),
-                                   numpy.float32([0.5, 1.5, 2.5])])
+@pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], (1, 2, 3), [[1, 2], [3, 4], [5, 6]],
+                                   numpy.arange(6.0).reshape(3, 2), numpy.float32([0.5, 1.5, 2.5])])
 def test_matmul_with_host_operands_gives_numpys_answer_on_either_side(on, other):
     """A list or host array on the right of a device array, and a host array on its left."""
     host = numpy.arange(9.0).reshape(3, 3)
