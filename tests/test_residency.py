@@ -182,6 +182,21 @@ def test_a_loop_whose_time_numpy_would_mostly_take_too_stays(gpu_like, monkeypat
     assert all(moved == 0 for _, _, _, moved, _ in windows)
 
 
+def test_a_loop_the_estimate_says_costs_a_quarter_more_than_numpy_moves(gpu_like, monkeypatch):
+    """The estimated excess is below SHARE of the wall time and NumPy's estimate above NUMPY_SHARE
+    of it (a host fast on small work: resnet's conv2 pixel loop on the H100), but the device's
+    estimated time for the views is half again NumPy's (150 us a view against 100): above
+    OVER_NUMPY of NumPy's estimate, and npgpu's own CPU comes on top. The array moves."""
+    costs = dataclasses.replace(GPU, launch_s=150e-6, host_bytes_per_s=16_000 / 99e-6)  # (NumPy: 100 us a view)
+    excess = costs.device_excess_s(16_000)
+    A, windows = _loop_of_views(gpu_like, monkeypatch, costs, step_s=5.4 * excess)
+    took, spent, _, _, numpy_s = windows[0]
+    assert _residency.FLOOR * took <= spent < _residency.SHARE * took
+    assert _residency.NUMPY_SHARE * took < numpy_s <= spent / _residency.OVER_NUMPY
+    assert type(A) is _array.ResidentArray
+    numpy.testing.assert_array_equal(numpy.asarray(A), numpy.arange(100_000.0))
+
+
 def test_calm_windows_sample_their_charges_and_element_work_still_moves_the_array(gpu_like, monkeypatch):
     """Views of 1.7 MB of an 8 MB array (a stencil's: each credits the device more than the
     window's wall time) make the windows calm, and the index charges are sampled, one in

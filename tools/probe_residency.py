@@ -8,7 +8,8 @@ npgpu/backends/costs.py), NumPy's time for resnet's per-pixel product and sum, a
 estimated excess, NumPy's estimated time, arrays moved) and the charges added to them by kind
 (view and element reads, writes, conversions, uploads, kernels: count, excess, NumPy's
 estimate), then which rule placed the row's busiest lines. ``--large-rate-only`` drops the
-measured cached rate (the model before 66040f7); ``--numpy-share`` sets residency's NUMPY_SHARE.
+measured cached rate (the model before 66040f7); ``--numpy-share`` and ``--over-numpy`` set
+residency's NUMPY_SHARE and OVER_NUMPY (``--over-numpy inf``: the rule before it).
 
 ``python tools/probe_residency.py --backend cupy --preset L [--row resnet] [--calls 4]``
 
@@ -111,10 +112,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calls", type=int, default=4)
     parser.add_argument("--large-rate-only", action="store_true")
     parser.add_argument("--numpy-share", type=float)
+    parser.add_argument("--over-numpy", type=float)
     options = parser.parse_args(argv)
     numpy_rates()
     if options.numpy_share is not None:
         _residency.NUMPY_SHARE = options.numpy_share
+    if options.over_numpy is not None:
+        _residency.OVER_NUMPY = options.over_numpy
     info = json.loads((options.root / "bench_info" / f"{options.row}.json").read_text())["benchmark"]
     folder = options.root / "npbench" / "benchmarks" / info["relative_path"]
     kernel = folder / f"{info['module_name']}_numpy.py"
@@ -128,7 +132,8 @@ def main(argv: list[str]) -> int:
         backend = npgpu._config.current().backend
         if options.large_rate_only and backend.costs is not None:
             backend.costs = dataclasses.replace(backend.costs, host_cached_bytes_per_s=None)
-        print(f"costs: {backend.costs}; NUMPY_SHARE {_residency.NUMPY_SHARE:.2f}")
+        print(f"costs: {backend.costs}; NUMPY_SHARE {_residency.NUMPY_SHARE:.2f}, "
+              f"OVER_NUMPY {_residency.OVER_NUMPY:.2f}")
         charges.install()
         try:
             for call in range(options.calls):
