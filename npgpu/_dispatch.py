@@ -1087,6 +1087,23 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     return wrap(result, backend, uf)
 
 
+def _raise_numpys_gufunc_error(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> None:
+    """The device refused a gufunc's operands (CuPy's matmul: "Axis dimension mismatch" for core
+    dimensions that differ, a TypeError for a scalar): raise NumPy's error for the same shapes and
+    dtypes, from stand-ins of the operands' shapes that hold no data (one element each, broadcast);
+    return where NumPy takes them (the device's error then stands)."""
+    stand_ins = []
+    for x in inputs:
+        if isinstance(x, (DeviceArray, numpy.ndarray)):
+            x = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)
+        stand_ins.append(x)
+    with numpy.errstate(all="ignore"):
+        try:
+            uf(*stand_ins)
+        except (TypeError, ValueError) as error:
+            raise error from None
+
+
 def _count_device(uf: numpy.ufunc, frame: Any) -> None:
     """Count a fast call on the device at the user's ``frame`` (found by the report where unknown)."""
     if frame is None:
@@ -1104,7 +1121,8 @@ def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: li
     once, its loop kept per dtypes (correlation's ``data[:, i] @ data[:, i + 1:M]``, 3199 a call).
     NotImplemented for a scalar or 0-d operand, where the backend declines or prefers NumPy
     (matmul on a CPU OpenCL device), and where NumPy finds no loop: the general path decides
-    and raises NumPy's errors; the backend raises NumPy's for mismatched core dimensions."""
+    and raises NumPy's errors; where the backend refuses the core dimensions in its own words,
+    NumPy's error for them is raised (``_raise_numpys_gufunc_error``)."""
     if len(inputs) != uf.nin or any(type(x) is not DeviceArray or not x.ndim for x in inputs):
         return NotImplemented
     cache_key = (uf, backend, *key)
@@ -1124,6 +1142,9 @@ def _fast_gufunc(uf: numpy.ufunc, inputs: tuple[Any, ...], backend: Any, key: li
         result = backend.call_ufunc(uf, "__call__", tuple(x._native for x in inputs), {}, loop)
     except FALLBACK_FAULTS:  # [device faults] the general path falls back, counted
         return NotImplemented
+    except (TypeError, ValueError):
+        _raise_numpys_gufunc_error(uf, inputs)
+        raise
     if tracked:  # (its operands read whole: correlation's 50 MB a product, where the device wins)
         _residency.charge_kernel(backend, 1, sum(x.nbytes for x in inputs) + result.nbytes)
     _count_device(uf, frame)
@@ -1420,6 +1441,10 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         result = backend.call_ufunc(uf, method, ninputs, options, loop or None)
     except FALLBACK_FAULTS as fault:  # [device faults] (an elementwise kernel fails before it writes)
         return fallback(uf, call, inputs, kwargs, mutated, state, reason=fault.reason)
+    except (TypeError, ValueError):
+        if uf.signature is not None and method == "__call__" and not options:
+            _raise_numpys_gufunc_error(uf, inputs)
+        raise
     if tracked and method == "__call__":  # (a gufunc reads its operands whole: their bytes count too)
         _residency.charge_kernel(backend, 1, _nbytes(result) + (0 if uf.signature is None else
                                                                 sum(_nbytes(x) for x in ninputs)))

@@ -223,6 +223,34 @@ def test_matmul_with_a_scalar_raises_numpys_error(on, other):
         a @ other
 
 
+@pytest.mark.parametrize("other", [numpy.ones((3, 2)), numpy.ones((2, 3, 5)), 2.0])
+def test_a_device_refusing_matmul_operands_in_its_own_words_gives_numpys_error(monkeypatch, other):
+    """CuPy refuses mismatched core dimensions with "Axis dimension mismatch" and a scalar with a
+    TypeError of its own: the error the program sees is NumPy's, on each road to the device (the
+    operator, the function, a device or host right operand)."""
+    with npgpu.enable("emulated", threshold=0):
+        backend = npgpu._config.current().backend
+        plain = backend.call_ufunc
+
+        def refusing(uf, method, inputs, kwargs, loop=None):
+            if uf is numpy.matmul:
+                if any(not hasattr(x, "shape") for x in inputs):
+                    raise TypeError("Argument 'b' has incorrect type")
+                raise ValueError("Axis dimension mismatch")
+            return plain(uf, method, inputs, kwargs, loop)
+
+        monkeypatch.setattr(backend, "call_ufunc", refusing)
+        host = numpy.ones((3, 4))
+        with pytest.raises(ValueError) as expected:
+            host @ other
+        a = npgpu.asarray(host)
+        b = npgpu.asarray(other) if type(other) is numpy.ndarray else other
+        for call in (lambda: a @ b, lambda: numpy.matmul(a, b), lambda: a @ other):
+            with pytest.raises(ValueError) as got:
+                call()
+            assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], (1, 2, 3), [[1, 2], [3, 4], [5, 6]],
                                    numpy.arange(6.0).reshape(3, 2), numpy.float32([0.5, 1.5, 2.5])])
 def test_matmul_with_host_operands_gives_numpys_answer_on_either_side(on, other):
