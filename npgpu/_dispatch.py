@@ -1090,16 +1090,28 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
 def _raise_numpys_gufunc_error(uf: numpy.ufunc, inputs: tuple[Any, ...]) -> None:
     """The device refused a gufunc's operands (CuPy's matmul: "Axis dimension mismatch" for core
     dimensions that differ, a TypeError for a scalar): raise NumPy's error for the same shapes and
-    dtypes, from stand-ins of the operands' shapes that hold no data (one element each, broadcast);
-    return where NumPy takes them (the device's error then stands)."""
-    stand_ins = []
-    for x in inputs:
-        if isinstance(x, (DeviceArray, numpy.ndarray)):
-            x = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)
-        stand_ins.append(x)
+    dtypes; return where NumPy takes them (the device's error then stands). NumPy is asked on
+    stand-ins that hold no data (one element each, broadcast), first with every size above 1
+    renamed to a small one (equal sizes stay equal: NumPy's checks compare sizes with each other
+    and with 0 and 1), so that where NumPy finds nothing wrong it computes a small product, not
+    the program's; where it refuses those, it refuses the real shapes before computing anything."""
+    arrays = [x if isinstance(x, (DeviceArray, numpy.ndarray)) or numpy.ndim(x) == 0 else numpy.asarray(x)
+              for x in inputs]
+    sizes = sorted({n for x in arrays if hasattr(x, "shape") for n in x.shape if n > 1})
+    small = {n: 2 + i for i, n in enumerate(sizes)}
+
+    def stand_ins(shape_of: Any) -> list[Any]:
+        return [numpy.broadcast_to(numpy.zeros((), x.dtype), shape_of(x.shape)) if hasattr(x, "shape") else x
+                for x in arrays]
+
     with numpy.errstate(all="ignore"):
         try:
-            uf(*stand_ins)
+            uf(*stand_ins(lambda shape: tuple(small.get(n, n) for n in shape)))
+            return
+        except (TypeError, ValueError):
+            pass
+        try:
+            uf(*stand_ins(tuple))
         except (TypeError, ValueError) as error:
             raise error from None
 

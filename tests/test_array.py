@@ -251,6 +251,33 @@ def test_a_device_refusing_matmul_operands_in_its_own_words_gives_numpys_error(m
             assert str(got.value) == str(expected.value)
 
 
+def test_a_device_error_numpy_would_not_raise_stands_and_numpy_computes_no_product(monkeypatch):
+    """Where NumPy takes the shapes, the device's own error stands; NumPy was asked on small
+    stand-ins (sizes renamed), not made to compute a 3000 x 4000 by 4000 x 2000 product."""
+    with npgpu.enable("emulated", threshold=0):
+        backend = npgpu._config.current().backend
+        plain = backend.call_ufunc
+
+        def refusing(uf, method, inputs, kwargs, loop=None):
+            if uf is numpy.matmul:
+                raise TypeError("the device's own refusal")
+            return plain(uf, method, inputs, kwargs, loop)
+
+        monkeypatch.setattr(backend, "call_ufunc", refusing)
+        a, b = npgpu.empty((3000, 4000)), npgpu.empty((4000, 2000))
+        stand_ins = []
+        broadcast_to = numpy.broadcast_to
+
+        def noted(array, shape, *args, **kwargs):
+            stand_ins.append(tuple(shape))
+            return broadcast_to(array, shape, *args, **kwargs)
+
+        monkeypatch.setattr(numpy, "broadcast_to", noted)
+        with pytest.raises(TypeError, match="the device's own refusal"):
+            a @ b
+        assert stand_ins == [(3, 4), (4, 2)]  # (2000, 3000, 4000 renamed 2, 3, 4)
+
+
 @pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], (1, 2, 3), [[1, 2], [3, 4], [5, 6]],
                                    numpy.arange(6.0).reshape(3, 2), numpy.float32([0.5, 1.5, 2.5])])
 def test_matmul_with_host_operands_gives_numpys_answer_on_either_side(on, other):
