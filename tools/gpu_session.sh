@@ -5,8 +5,9 @@
 #            machine's build, for another Python), then says whether npgpu uses it
 #   tests    the CuPy tests (PYTEST_K selects others)
 #   measure  tools/measure_cupy.py (E8, small arrays, costs)
-#   residency  tools/probe_residency.py on resnet at preset L, with the cached rate and with the
-#            large rate alone (needs NPBench's kernels carried in .npb/: tools/gpu_npbench.sh says how)
+#   residency  tools/probe_residency.py on resnet at preset L: as it runs, without OVER_NUMPY's
+#            clause, and with the large rate alone (needs NPBench's kernels carried in .npb/:
+#            tools/gpu_npbench.sh says how)
 #   anything else runs as a shell command, e.g.
 #   bash tools/gpu_session.sh build tests "python3 ../shared/npbench/run.py --backend cupy --preset L --cupy --json \$OUT/a.json"
 set -u
@@ -27,8 +28,8 @@ for step in "$@"; do
     tests) timeout 420 python3 -m pytest tests -q -p no:cacheprovider -k "${PYTEST_K-cupy}" 2>&1 \
              | tee "$OUT/tests.txt" | tail -40 ;;
     measure) timeout 300 python3 tools/measure_cupy.py 2>&1 | tee "$OUT/measure.txt" ;;
-    residency) for variant in "" --large-rate-only; do
-                 timeout 120 python3 tools/probe_residency.py --root .npb/npbench --backend cupy --preset L $variant
+    residency) for variant in "" "--over-numpy inf" --large-rate-only; do
+                 timeout 120 python3 tools/probe_residency.py --root .npb/npbench --backend cupy --preset L --calls 3 $variant
                done 2>&1 | tee "$OUT/residency.txt" ;;
     *) bash -c "$step" 2>&1 | tee -a "$OUT/extra.txt" ;;
   esac
