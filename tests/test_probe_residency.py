@@ -19,8 +19,8 @@ sys.path.insert(0, str(REPO / "tools"))
 import probe_residency as probe  # noqa: E402  (tools/ is not a package)
 
 from npgpu import _residency  # noqa: E402
+from npgpu.backends import get_backend  # noqa: E402
 from npgpu.backends.costs import Costs  # noqa: E402
-from npgpu.backends.emulated import EmulatedBackend  # noqa: E402
 
 KERNEL = """import numpy as np
 
@@ -61,10 +61,15 @@ def _folder(root: Path) -> Path:
 
 @pytest.fixture
 def gpu_costs(monkeypatch):
-    monkeypatch.setattr(EmulatedBackend, "costs", GPU, raising=False)
-    monkeypatch.setattr(EmulatedBackend, "upload_threshold_bytes", 0, raising=False)  # (x is uploaded)
-    monkeypatch.setattr(_residency, "OVER_NUMPY", _residency.OVER_NUMPY)  # (the probe sets it: restored)
+    """The emulated backend (the one instance the probe's ``enable`` uses) with a GPU's costs, its
+    upload threshold 0 (``x`` is uploaded); restored after, with what the probe sets."""
+    backend = get_backend("emulated")
+    monkeypatch.setattr(backend, "costs", GPU)
+    monkeypatch.setattr(backend, "upload_threshold_bytes", 0)
+    monkeypatch.setattr(_residency, "OVER_NUMPY", _residency.OVER_NUMPY)  # (the probe sets them)
     monkeypatch.setattr(_residency, "NUMPY_SHARE", _residency.NUMPY_SHARE)
+    yield
+    _residency._Window.reset()
 
 
 def test_the_probe_prints_the_windows_that_moved_the_array_and_the_charges_by_kind(tmp_path, capsys, gpu_costs):
