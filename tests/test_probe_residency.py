@@ -81,7 +81,10 @@ def test_the_probe_prints_the_windows_that_moved_the_array_and_the_charges_by_ki
     first = re.search(r"call 0: NumPy [\d.]+ ms, npgpu [\d.]+ ms \(CPU [\d.]+\); "
                       r"(\d+) windows judged, (\d+) arrays moved", out)
     assert first and int(first[1]) >= 1 and int(first[2]) >= 1, out
-    assert re.search(r"window +[\d.]+ ms: excess +[\d.-]+%, NumPy's estimate +[\d.]+%, \d+ charges, 1 moved", out)
+    # (the window moves every tracked array of enough excess: in a full test run, arrays other tests
+    # left alive too)
+    assert re.search(r"window +[\d.]+ ms: excess +[\d.-]+%, NumPy's estimate +[\d.]+%, \d+ charges, [1-9]\d* moved",
+                     out), out
     reads = re.search(r"charge_read +n= *(\d+)", out)
     assert reads and int(reads[1]) >= 64  # (a window holds 64 charges at least)
     assert "call 1:" in out
