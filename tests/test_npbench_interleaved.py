@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 import npbench_interleaved as ni  # noqa: E402  (tools/ is not a package)
+from npbench_toy import write_row  # noqa: E402
 
 import npgpu  # noqa: E402
 
@@ -37,18 +38,11 @@ def initialize(N):
 
 
 def _folder(root: Path, kernel: str = KERNEL) -> Path:
-    info = {"benchmark": {
+    return write_row(root, {
         "relative_path": "toy/stencil", "module_name": "stencil", "func_name": "kernel",
         "parameters": {"S": {"N": 5000, "TSTEPS": 4}},
         "init": {"func_name": "initialize", "input_args": ["N"], "output_args": ["x", "y"]},
-        "input_args": ["TSTEPS", "x", "y"], "array_args": ["x", "y"], "output_args": ["y"]}}
-    (root / "bench_info").mkdir(parents=True)
-    (root / "bench_info" / "stencil.json").write_text(json.dumps(info))
-    folder = root / "npbench" / "benchmarks" / "toy" / "stencil"
-    folder.mkdir(parents=True)
-    (folder / "stencil.py").write_text(INIT)
-    (folder / "stencil_numpy.py").write_text(kernel)
-    return root
+        "input_args": ["TSTEPS", "x", "y"], "array_args": ["x", "y"], "output_args": ["y"]}, INIT, kernel)
 
 
 def test_a_row_times_both_in_alternating_rounds_and_checks_the_answers(tmp_path):

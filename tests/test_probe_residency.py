@@ -6,7 +6,6 @@ host once the emulated device is given a GPU's costs."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 import probe_residency as probe  # noqa: E402  (tools/ is not a package)
+from npbench_toy import write_row  # noqa: E402
 
 from npgpu import _residency  # noqa: E402
 from npgpu.backends import get_backend  # noqa: E402
@@ -45,18 +45,11 @@ GPU = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, uploa
 
 
 def _folder(root: Path) -> Path:
-    info = {"benchmark": {
+    return write_row(root, {
         "relative_path": "toy/reads", "module_name": "reads", "func_name": "kernel",
         "parameters": {"S": {"N": 3000}},
         "init": {"func_name": "initialize", "input_args": ["N"], "output_args": ["x"]},
-        "input_args": ["N", "x"], "array_args": ["x"], "output_args": []}}
-    (root / "bench_info").mkdir(parents=True)
-    (root / "bench_info" / "reads.json").write_text(json.dumps(info))
-    folder = root / "npbench" / "benchmarks" / "toy" / "reads"
-    folder.mkdir(parents=True)
-    (folder / "reads.py").write_text(INIT)
-    (folder / "reads_numpy.py").write_text(KERNEL)
-    return root
+        "input_args": ["N", "x"], "array_args": ["x"], "output_args": []}, INIT, KERNEL)
 
 
 @pytest.fixture
