@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,46 @@ import pytest
 
 from npgpu import _residency
 from npgpu.backends import unavailable_reason
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--clock-scale", type=float, default=None, metavar="F",
+        help="npgpu's own clocks read F times the time that passed: F=2 runs the suite as a machine "
+             "twice as slow would see itself (its timed windows, launches and transfers), to find "
+             "tests that hold only at this machine's speed",
+    )
+
+
+class _ScaledClock:
+    """``time`` as a module F times slower (or faster) sees it: ``perf_counter`` advances F times
+    the real time since the clock was made; everything else is the real ``time``."""
+
+    def __init__(self, scale: float):
+        self.scale, self.origin = scale, time.perf_counter()
+
+    def perf_counter(self) -> float:
+        return self.origin + (time.perf_counter() - self.origin) * self.scale
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+#: The modules whose readings of ``time.perf_counter`` decide placement or are reported.
+_TIMED_MODULES = ("npgpu._residency", "npgpu.lazy.materialize", "npgpu._transfer", "npgpu.backends.costs")
+
+
+@pytest.fixture(autouse=True)
+def _clock_scale(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--clock-scale=F``, npgpu's clocks run F times as fast as the real one (a test's own
+    patched clock still wins: it patches after this). Scripts run in subprocesses keep real time."""
+    scale = request.config.getoption("--clock-scale")
+    if scale is None:
+        return
+    clock = _ScaledClock(scale)
+    for name in _TIMED_MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "time", clock)
+    monkeypatch.setattr(importlib.import_module("npgpu._array"), "_perf_counter", clock.perf_counter)
 
 
 def _reason(name: str) -> str | None:
