@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import pickle
 import threading
+import time
 import warnings
 
 import numpy
@@ -52,6 +53,16 @@ def _placed_by(rule):
     """Whether the report names ``rule`` at some call site (its "why" table)."""
     sites = npgpu.report().as_dict()["placement_rules"]
     return any(name.endswith(rule) for rules in sites.values() for name in rules)
+
+
+def _passes(at_least, seconds=0.05):
+    """Pass numbers: ``at_least`` of them, and more while fewer than ``seconds`` have passed.
+    Residency judges a window once it spans MIN_WINDOW_S of wall time: a machine several times
+    faster than this one would end a fixed loop before any window of it was judged."""
+    started, done = time.perf_counter(), 0
+    while done < at_least or time.perf_counter() - started < seconds:
+        yield done
+        done += 1
 
 
 def _matrix(n, seed=0):
@@ -385,21 +396,23 @@ def test_a_real_device_moves_a_row_loop_by_its_own_measured_costs(name):
 
 def test_an_array_stays_where_its_move_costs_more_than_its_element_reads(gpu_like, monkeypatch):
     """go_fast: element reads of a large matrix, then one large operation. The reads are most of
-    the time, but moving 32 MB over a 250 MB/s link takes longer than their excess (AMORTIZED
-    times): it stays."""
-    monkeypatch.setattr(gpu_like.backend, "costs", dataclasses.replace(GPU, upload_bytes_per_s=2.5e8))
+    the time, but moving 32 MB over a 100 MB/s link takes longer than their excess (AMORTIZED
+    times): it stays. (At 250 MB/s the reads served from copies read ahead, charged what they took,
+    came to more than twice the move on a machine half this one's speed: ``--clock-scale=2``.)"""
+    monkeypatch.setattr(gpu_like.backend, "costs", dataclasses.replace(GPU, upload_bytes_per_s=1e8))
     host = numpy.random.default_rng(2).random((2000, 2000))
     a = npgpu.asarray(host)
     _residency.history.clear()
-    trace = 0.0
-    for i in range(3000):
+    trace, reads = 0.0, 0
+    for i in _passes(3000):
         trace += numpy.tanh(a[i % 2000, i % 1999])
+        reads += 1
     assert type(a) is _array.DeviceArray
     ledger = _residency.tracked[id(a)]
     assert ledger.total < _residency.AMORTIZED * ledger.move_s
     assert any(excess >= _residency.SHARE * took for took, excess, *_ in _residency.history)  # (judged, kept)
     expected = 0.0
-    for i in range(3000):
+    for i in range(reads):
         expected += numpy.tanh(host[i % 2000, i % 1999])
     assert trace == expected
     numpy.testing.assert_array_equal(numpy.asarray(a + trace), host + expected)
@@ -533,7 +546,9 @@ def test_an_array_narrowed_by_masks_keeps_its_origin(gpu_like, monkeypatch):
     grid = numpy.linspace(-2.0, 0.5, n) + 1j * numpy.linspace(-1.0, 1.0, n)[::-1]
     expected, counts = _escape(grid, 80, numpy.zeros)
     npgpu.report(reset=True)
-    results = [_escape(grid.copy(), 80, npgpu.zeros) for _ in range(2)]  # (one line: one origin)
+    results = []  # (one line: one origin; a machine faster than this one may need more calls to judge one)
+    while len(results) < 2 or (len(results) < 8 and not _placed_by(_placement.LEARNED_ON_HOST)):
+        results.append(_escape(grid.copy(), 80, npgpu.zeros))
     for got, got_counts in results:
         assert got_counts == counts
         numpy.testing.assert_array_equal(numpy.asarray(got), expected)
@@ -869,7 +884,8 @@ def test_a_computed_array_that_moves_learns_the_arrays_it_was_computed_from(gpu_
         padded, x = _computed_from_a_creation(n)
         made.append((type(padded), type(x)))
         del padded  # (its source dies before the rows are read: x's ledger opened when it was computed)
-        assert _row_loop(x, n) == expected
+        for _ in _passes(1):
+            assert _row_loop(x, n) == expected
         made[-1] += (type(x),)
     assert made[0] == (_array.DeviceArray, _array.DeviceArray, _array.ResidentArray)
     assert made[1] == (numpy.ndarray, numpy.ndarray, numpy.ndarray)  # (the creation was learned)
@@ -887,7 +903,7 @@ def test_a_small_array_computed_from_a_large_one_learns_nothing_of_it(gpu_like):
         A = _entry(host)
         assert type(A) is _array.DeviceArray, round_
         column = A[:, 0] * 2.0
-        for _ in range(40):
+        for _ in _passes(40):
             total = 0.0
             for i in order:
                 total += float(column[i])
@@ -909,7 +925,8 @@ def test_host_data_a_call_moves_is_an_entry_whose_learning_keeps_the_call_in_num
             npgpu.report(reset=True)
         result = _scaled(host)
         made.append(type(result))
-        assert _row_loop(result, n) == expected
+        for _ in _passes(1):
+            assert _row_loop(result, n) == expected
         made.append(type(result))
     assert made == [_array.DeviceArray, _array.ResidentArray, numpy.ndarray, numpy.ndarray]
     assert _placed_by(_placement.LEARNED_ON_HOST)
