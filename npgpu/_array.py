@@ -18,7 +18,7 @@ import numpy
 from numpy.lib.mixins import NDArrayOperatorsMixin
 from numpy.lib.stride_tricks import as_strided
 
-from . import _callsite, _config, _masks, _scalar_reads
+from . import _bounds, _callsite, _config, _masks, _scalar_reads
 from ._hooks import core as _core
 from .backends import get_backend, unavailable_reason
 
@@ -296,6 +296,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         backend's arrays have none (OpenCL), a host copy's (kDLCPU), as ``copy=None`` allows."""
         if self._backend.dlpack_native:
             _masks.handed_out()  # (the consumer may write this memory)
+            _bounds.handed_out()
             _scalar_reads.handed_out()
             return self._native.__dlpack__(**kwargs)
         if kwargs.get("copy") is False:
@@ -319,6 +320,7 @@ class DeviceArray(NDArrayOperatorsMixin):
             raise AttributeError(f"npgpu's {self._backend.name} arrays are not in CUDA memory: "
                                  "no __cuda_array_interface__")
         _masks.handed_out()  # (the consumer may write this memory)
+        _bounds.handed_out()
         _scalar_reads.handed_out()
         return self._native.__cuda_array_interface__
 

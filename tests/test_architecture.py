@@ -25,7 +25,7 @@ ROOT = pathlib.Path(npgpu.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     # facts and mechanisms that know nothing of arrays
     ("npgpu._errors", "npgpu._ops", "npgpu._callsite", "npgpu._integrations", "npgpu._hooks", "npgpu._speedups",
-     "npgpu._weak", "npgpu._one_thread", "npgpu._masks", "npgpu.kernels", "npgpu.kernels.complexmath",
+     "npgpu._weak", "npgpu._one_thread", "npgpu._masks", "npgpu._bounds", "npgpu.kernels", "npgpu.kernels.complexmath",
      "npgpu.kernels.ufuncs", "npgpu.kernels.ir", "npgpu.kernels.order", "npgpu.kernels.codegen", "npgpu.lazy"),
     ("npgpu._native", "npgpu._fperr", "npgpu._report", "npgpu._scalar_reads"),
     # backends: the registry, the contract, the implementations (they see kernels, never the core)

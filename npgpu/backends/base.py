@@ -225,6 +225,11 @@ class Backend:
         positions are ``positions`` (``mask_positions``'): a new C-ordered array."""
         raise NotImplementedError
 
+    def value_bounds(self, native: Any) -> tuple[int, int] | None:
+        """(lowest, highest) element of an integer native, in one read back; None when it is empty
+        (npgpu/_bounds.py: what an index array gathered from it may hold)."""
+        raise NotImplementedError
+
     def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
         """``native[mask] = value`` for a C-contiguous ``native``, a mask as in ``take_positions``
         and a value of ``native``'s dtype (a NumPy scalar, or a native array broadcasting to the

@@ -26,7 +26,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from .. import _config, _fperr, _hooks, _masks, _ops, _report, _scalar_reads
+from .. import _bounds, _config, _fperr, _hooks, _masks, _ops, _report, _scalar_reads
 from .._array import DeviceArray, tracked
 from .._errors import FALLBACK_FAULTS, DeviceMemoryError, KernelBuildError
 from ..kernels import ufuncs as _table
@@ -392,8 +392,9 @@ def before_write(backend: Any, native: Any, skip: Any = None, known: Known | Non
     """Run every pending graph that reads ``native``'s memory: a write is about to change it.
     ``known``: answers already found for some arrays (``write_plan``'s). Every road that writes
     device memory calls this first, with or without recorded work: the kept positions of masks in
-    that memory are dropped too (npgpu/_masks.py)."""
+    that memory are dropped too (npgpu/_masks.py), and the value bounds known for it (npgpu/_bounds.py)."""
     _masks.written(backend, native)
+    _bounds.written(backend, native)
     _scalar_reads.written(backend, native)
     if not _pending:
         return

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy
 
-from ... import _fperr, _ops
+from ... import _bounds, _fperr, _ops
 from ...kernels import ir
 from ...kernels import ufuncs as _table
 from ..base import Backend, dtype_argument, elements_overlap, native_numeric
@@ -442,7 +442,9 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
         rows = math.prod(native.shape[:ndim])  # (not -1: a zero-size trailing shape leaves it unknown)
-        return native.reshape((rows, *native.shape[ndim:]))[positions]
+        result = native.reshape((rows, *native.shape[ndim:]))[positions]
+        _bounds.gathered(self, native, result)
+        return result
 
     def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
         rows = math.prod(native.shape[:ndim])
@@ -450,7 +452,16 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
-        return a[key]
+        result = a[key]
+        _bounds.gathered(self, a, result)  # (an integer result in memory of its own holds some of a's values)
+        return result
+
+    def value_bounds(self, native: Any) -> tuple[int, int] | None:
+        """(lowest, highest) element of an integer native, in one read back; None when it is empty."""
+        if not native.size:
+            return None
+        low, high = self.xp.stack((native.min(), native.max())).tolist()
+        return int(low), int(high)
 
     def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
         if type(value) in (int, float, complex, bool):
@@ -508,6 +519,9 @@ class ArrayModuleBackend(Compositions, Backend):
                 if index.size and axis < a.ndim and index.dtype.kind in "iu":
                     indexed.append((axis, a.shape[axis], index))
             axis += 1
+        if indexed:  # (index arrays gathered from memory of known bounds need no check: npgpu/_bounds.py)
+            indexed = [entry for entry in indexed
+                       if not (self.is_native(entry[2]) and _bounds.within(self, entry[2], entry[1]))]
         if indexed and self._outside(indexed):
             for axis, size, index in indexed:
                 low, high = int(index.min()), int(index.max())
