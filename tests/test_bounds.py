@@ -56,7 +56,7 @@ def _mandelbrot_like(xp, steps=6):
     """mandelbrot2's bookkeeping: index arrays selected from a grid's, step after step, then
     writes through them."""
     xi, yi = xp.mgrid[0:40, 0:30]
-    xi.shape = yi.shape = 40 * 30
+    xi, yi = xi.reshape(-1), yi.reshape(-1)  # (views of the grid's rows: mandelbrot2 sets their shape)
     z = xp.zeros(40 * 30, xp.complex128)
     c = xp.linspace(-2.0, 1.0, 40 * 30) + 0.5j * xp.linspace(-1.0, 1.0, 40 * 30)
     n = xp.zeros((40, 30), xp.int64)
