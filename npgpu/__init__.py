@@ -69,6 +69,7 @@ _native.configure(_native.Parts(
     recorder_globals=vars(_recorder), materialize=_materialize.materialize, errstate_var=_fperr._EXTOBJ,
     errstate_cache=_fperr.CACHE, warnings_globals=_fperr._WARNINGS, code_kind=_callsite.CODE_KIND,
     tracked=_array.tracked, report_local=_report._local, getitem=_dispatch._GETITEM,
+    setitem=_dispatch._SETITEM,
     record_binary=_recorder.record_binary, record_unary=_recorder.record_unary, use_walk=_materialize.use_walk,
     front_methods=_array.use_native_methods))
 

@@ -969,7 +969,9 @@ for _name, _uf in (("neg", numpy.negative), ("pos", numpy.positive), ("abs", num
 # The Python methods that npgpu._speedups.FastMethod can front: name -> (method, kind, ufunc).
 _PYTHON_METHODS: dict[str, tuple[Any, int, Any]] = {"__array_ufunc__": (DeviceArray.__array_ufunc__, 2, None),
                                                     # (kind 3: a view the array keeps, _dispatch.basic_getitem's)
-                                                    "__getitem__": (DeviceArray.__getitem__, 3, None)}
+                                                    "__getitem__": (DeviceArray.__getitem__, 3, None),
+                                                    # (kind 4: that view written back onto itself)
+                                                    "__setitem__": (DeviceArray.__setitem__, 4, None)}
 for _name in [n for n, m in vars(DeviceArray).items() if getattr(m, "_npgpu_operator", None)]:
     _method = vars(DeviceArray)[_name]
     _PYTHON_METHODS[_name] = (_method, _method._npgpu_operator[0], _method._npgpu_operator[1])

@@ -71,7 +71,7 @@ class Core(Protocol):
         """Residency: ``array[key]`` gave ``result``, taking ``seconds`` where measured, from user
         code at ``frame`` (default: the frame above DeviceArray's method) (npgpu/_residency.py)."""
 
-    def charge_write(self, array: Any, key: Any, value: Any) -> None:
+    def charge_write(self, array: Any, key: Any, value: Any, frame: Any = None) -> None:
         """Residency: ``array[key] = value`` ran (npgpu/_residency.py)."""
 
     def charge_conversion(self, array: Any, moving_s: float | None = None) -> None:

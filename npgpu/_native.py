@@ -50,11 +50,12 @@ class Parts:
     errstate_var: Any
     errstate_cache: list[Any]
     warnings_globals: dict[str, Any]
-    # the operators and the kept-view road of __getitem__ (C ``configure_methods``)
+    # the operators, the kept-view road of __getitem__ and __setitem__'s same view (C ``configure_methods``)
     code_kind: dict[int, int]  # _callsite.CODE_KIND
     tracked: dict[int, Any]    # _array.tracked: residency charges index work while it is non-empty
     report_local: Any          # _report._local: each thread's table of call counts
     getitem: Any               # _dispatch._GETITEM: the function views are counted under
+    setitem: Any               # _dispatch._SETITEM: the function writes are counted under
     # the Python twins, and the owners' switches between them and the C ones
     record_binary: Callable[..., Any]
     record_unary: Callable[..., Any]
@@ -92,7 +93,7 @@ def use_native(native: bool) -> None:
                                 parts.refs, parts.recorder_globals, parts.materialize)
         module.configure_errstate(parts.errstate_var, parts.errstate_cache, parts.warnings_globals)
         module.configure_methods(parts.code_kind, vars(_hooks.core), parts.tracked, parts.report_local,
-                                 parts.getitem)
+                                 parts.getitem, parts.setitem)
         parts.use_walk(module.walk)
         _hooks.install(record_binary=module.record_binary, record_unary=module.record_unary)
     parts.front_methods(module)

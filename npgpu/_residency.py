@@ -469,14 +469,15 @@ def _inherit(copy: Any, ledger: Ledger) -> None:
         heir.sources = ledger.sources
 
 
-def charge_write(array: Any, key: Any, value: Any) -> None:
-    """``array[key] = value`` ran (DeviceArray's method, called from the frame above it): charge
+def charge_write(array: Any, key: Any, value: Any, frame: Any = None) -> None:
+    """``array[key] = value`` ran (DeviceArray's method, called from the frame above it, or
+    ``frame`` where the caller knows it: the C road for a view written back onto itself): charge
     the ledger of the array it writes."""
     window = _Window
     if window.skip:  # (a calm window's sampling)
         window.skip -= 1
         return
-    found = _user_ledger(array, sys._getframe(2))
+    found = _user_ledger(array, sys._getframe(2) if frame is None else frame)
     if found is None:
         return
     root, ledger = found

@@ -1648,7 +1648,7 @@ walk(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * _array's globals per call, as the Python methods read it.
  * ------------------------------------------------------------------------------------------- */
 
-enum { M_BINARY = 0, M_UNARY = 1, M_ARRAY_UFUNC = 2, M_GETITEM = 3 };
+enum { M_BINARY = 0, M_UNARY = 1, M_ARRAY_UFUNC = 2, M_GETITEM = 3, M_SETITEM = 4 };
 
 typedef struct {
     PyObject_HEAD
@@ -1666,22 +1666,26 @@ static PyObject *m_native_binary, *m_native_unary; /* this module's record_binar
 static PyObject *m_tracked;       /* _array.tracked: residency's ledgers (non-empty: index work is charged) */
 static PyObject *m_report_local;  /* _report._local: this thread's table of call counts (.table) */
 static PyObject *m_getitem_id;    /* id(_dispatch._GETITEM), the function views are counted under */
+static PyObject *m_setitem_id;    /* id(_dispatch._SETITEM), the function writes are counted under */
 static PyObject *s_record_binary, *s_record_unary, *s_loops, *s_call, *s_table, *s_ndim, *s_base,
-    *s_charge_read;
+    *s_charge_read, *s_charge_write;
 
 static PyObject *
 configure_methods(PyObject *module, PyObject *args)
 {
-    PyObject *code_kind, *globals, *tracked, *report_local, *getitem;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO:configure_methods", &PyDict_Type, &code_kind, &PyDict_Type, &globals,
-                          &PyDict_Type, &tracked, &report_local, &getitem)) {
+    PyObject *code_kind, *globals, *tracked, *report_local, *getitem, *setitem;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOO:configure_methods", &PyDict_Type, &code_kind, &PyDict_Type, &globals,
+                          &PyDict_Type, &tracked, &report_local, &getitem, &setitem)) {
         return NULL;
     }
     PyObject *getitem_id = PyLong_FromVoidPtr((void *)getitem);
-    if (getitem_id == NULL) {
+    PyObject *setitem_id = getitem_id == NULL ? NULL : PyLong_FromVoidPtr((void *)setitem);
+    if (setitem_id == NULL) {
+        Py_XDECREF(getitem_id);
         return NULL;
     }
     Py_XSETREF(m_getitem_id, getitem_id);
+    Py_XSETREF(m_setitem_id, setitem_id);
     Py_XSETREF(m_tracked, Py_NewRef(tracked));
     Py_XSETREF(m_report_local, Py_NewRef(report_local));
     PyObject *binary = PyObject_GetAttrString(module, "record_binary");
@@ -1832,6 +1836,50 @@ spelled_key(PyObject *key)
 }
 #endif
 
+/* _report.count(func, "device", frame) where this thread's table has the key already (func_id:
+ * id(func)): 1 counted, 0 not (no table yet, or a first count: the Python road's), -1 on error. */
+static int
+count_at(PyObject *frame, PyObject *func_id)
+{
+    PyObject *table = PyObject_GetAttr(m_report_local, s_table);
+    if (table == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 0;
+    }
+    int done = -1;
+    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
+    PyObject *code_id = PyLong_FromVoidPtr((void *)code);
+    Py_DECREF(code);
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *lasti = code_id == NULL ? NULL : PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+#else
+    PyObject *lasti = code_id == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
+#endif
+    PyObject *key = lasti == NULL ? NULL : PyTuple_Pack(4, func_id, code_id, lasti, s_device);
+    Py_XDECREF(code_id);
+    Py_XDECREF(lasti);
+    if (key == NULL) {
+        goto end;
+    }
+    PyObject *n = PyDict_GetItemWithError(table, key); /* borrowed */
+    if (n == NULL) {
+        done = PyErr_Occurred() ? -1 : 0;
+        goto end;
+    }
+    PyObject *more = PyNumber_Add(n, r_one);
+    if (more != NULL && PyDict_SetItem(table, key, more) == 0) {
+        done = 1;
+    }
+    Py_XDECREF(more);
+end:
+    Py_XDECREF(key);
+    Py_DECREF(table);
+    return done;
+}
+
 /* array[key] for a basic key whose view array keeps (_dispatch._view), from user code, with a
  * device in force: _dispatch.basic_getitem's answer (a device array viewing array's memory,
  * counted at the caller's line, charged by residency) without its Python calls. NULL with *err
@@ -1874,7 +1922,7 @@ kept_view(PyObject *array, PyObject *key, int *err)
         return NULL;
     }
     Py_INCREF(native);
-    PyObject *result = NULL, *table = NULL, *count_key = NULL, *root = NULL;
+    PyObject *result = NULL, *root = NULL;
     /* a 0-d view is an element read (the Python road reads it back, or serves it from a copy) */
     PyObject *ndim = PyObject_GetAttr(native, s_ndim);
     if (ndim == NULL) {
@@ -1916,45 +1964,13 @@ kept_view(PyObject *array, PyObject *key, int *err)
         goto decline;
     }
     /* _report.count: this thread's table, at the caller's line; a first count is the Python road's */
-    table = PyObject_GetAttr(m_report_local, s_table);
-    if (table == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            goto error;
-        }
-        PyErr_Clear();
+    int counted = count_at(frame, m_getitem_id);
+    if (counted < 0) {
+        goto error;
+    }
+    if (counted == 0) {
         goto decline;
     }
-    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
-    PyObject *code_id = PyLong_FromVoidPtr((void *)code);
-    Py_DECREF(code);
-#if PY_VERSION_HEX >= 0x030B0000
-    PyObject *lasti = code_id == NULL ? NULL : PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
-#else
-    PyObject *lasti = code_id == NULL ? NULL : PyObject_GetAttr(frame, s_f_lasti);
-#endif
-    if (lasti == NULL) {
-        Py_XDECREF(code_id);
-        goto error;
-    }
-    count_key = PyTuple_Pack(4, m_getitem_id, code_id, lasti, s_device); /* (where: "device") */
-    Py_DECREF(code_id);
-    Py_DECREF(lasti);
-    if (count_key == NULL) {
-        goto error;
-    }
-    PyObject *n = PyDict_GetItemWithError(table, count_key); /* borrowed */
-    if (n == NULL) {
-        if (PyErr_Occurred()) {
-            goto error;
-        }
-        goto decline;
-    }
-    PyObject *more = PyNumber_Add(n, r_one);
-    if (more == NULL || PyDict_SetItem(table, count_key, more) < 0) {
-        Py_XDECREF(more);
-        goto error;
-    }
-    Py_DECREF(more);
     /* DeviceArray(native, array's backend, owner, array's read-only flag) */
     result = r_array->tp_alloc(r_array, 0);
     if (result == NULL) {
@@ -1982,8 +1998,6 @@ kept_view(PyObject *array, PyObject *key, int *err)
         }
         Py_DECREF(charged);
     }
-    Py_DECREF(table);
-    Py_DECREF(count_key);
     Py_DECREF(root);
     Py_DECREF(native);
     return result;
@@ -1991,11 +2005,76 @@ error:
     *err = 1;
 decline:
     Py_XDECREF(result);
-    Py_XDECREF(table);
-    Py_XDECREF(count_key);
     Py_XDECREF(root);
     Py_DECREF(native);
     return NULL;
+}
+
+/* array[key] = value where value is the very view array keeps for a basic key (what
+ * `a[1:, :] -= x` writes back after its in-place kernel), from user code, with a device in force:
+ * _dispatch.basic_setitem's answer (nothing to write; the write counted at the caller's line and
+ * charged by residency) without its Python calls. 1 when done, 0 declines (the Python method
+ * does it: a first view or count, any other value or key), -1 on error. */
+static int
+same_view_write(PyObject *array, PyObject *key, PyObject *value)
+{
+    if (SLOT(array, off_array[A_PENDING]) != Py_None || SLOT(array, off_array[A_READONLY]) != Py_False ||
+        SLOT(value, off_array[A_PENDING]) != Py_None ||
+        SLOT(value, off_array[A_BACKEND]) != SLOT(array, off_array[A_BACKEND])) {
+        return 0;
+    }
+    PyObject *views = SLOT(array, off_array[A_VIEWS]);
+    PyObject *data = SLOT(array, off_array[A_DATA]);
+    if (views == NULL || !PyTuple_CheckExact(views) || PyTuple_GET_SIZE(views) != 2 ||
+        PyTuple_GET_ITEM(views, 0) != data || !PyDict_CheckExact(PyTuple_GET_ITEM(views, 1)) || !basic_key(key)) {
+        return 0;
+    }
+    int err = 0;
+    PyObject *frame = user_frame(&err);
+    if (frame == NULL) {
+        return err ? -1 : 0;
+    }
+    const Fields *fields = state_fields();
+    if (fields == NULL) {
+        return -1;
+    }
+    if (fields->backend == Py_None) {
+        return 0;
+    }
+    PyObject *spelled = spelled_key(key);
+    if (spelled == NULL) {
+        return -1;
+    }
+    PyObject *native = PyDict_GetItemWithError(PyTuple_GET_ITEM(views, 1), spelled); /* borrowed */
+    Py_DECREF(spelled);
+    if (native == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (native != SLOT(value, off_array[A_DATA])) {
+        return 0;
+    }
+    /* _report.count(_SETITEM, "device", frame): this thread's table; a first count is the Python road's */
+    int counted = count_at(frame, m_setitem_id);
+    if (counted <= 0) {
+        return counted;
+    }
+    /* residency: DeviceArray.__setitem__'s charge, with the user's frame handed in */
+    if (PyDict_GET_SIZE(m_tracked) > 0) {
+        PyObject *charge = PyDict_GetItemWithError(m_array_globals, s_charge_write); /* borrowed */
+        if (charge == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "npgpu._hooks.core has no charge_write");
+            }
+            return -1;
+        }
+        PyObject *call[4] = {array, key, value, frame};
+        PyObject *charged = PyObject_Vectorcall(charge, call, 4, NULL);
+        if (charged == NULL) {
+            return -1;
+        }
+        Py_DECREF(charged);
+    }
+    return 1;
 }
 
 static PyObject *
@@ -2006,6 +2085,19 @@ fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     int err = 0;
     PyObject *frame = NULL, *result = NULL;
     if (r_array == NULL || m_array_globals == NULL || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        goto python;
+    }
+    if (self->kind == M_SETITEM) {
+        /* array[key] = value: the very view array keeps, written back onto itself */
+        if (nargs == 3 && Py_IS_TYPE(args[0], r_array) && Py_IS_TYPE(args[2], r_array) && m_tracked != NULL) {
+            int done = same_view_write(args[0], args[1], args[2]);
+            if (done < 0) {
+                return NULL;
+            }
+            if (done) {
+                Py_RETURN_NONE;
+            }
+        }
         goto python;
     }
     if (self->kind == M_GETITEM) {
@@ -2064,7 +2156,7 @@ fast_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOpO:FastMethod", keywords, &kind, &ufunc, &reflected, &method)) {
         return NULL;
     }
-    if (kind < M_BINARY || kind > M_GETITEM || !PyCallable_Check(method)) {
+    if (kind < M_BINARY || kind > M_SETITEM || !PyCallable_Check(method)) {
         PyErr_SetString(PyExc_ValueError, "FastMethod: unknown kind or method not callable");
         return NULL;
     }
@@ -2150,7 +2242,7 @@ static PyMethodDef module_methods[] = {
     {"record_unary", (PyCFunction)(void (*)(void))record_unary, METH_FASTCALL,
      "record_unary(ufunc, x, frame, loops): lazy.record_unary in C"},
     {"configure_methods", configure_methods, METH_VARARGS,
-     "configure_methods(code_kind, hooks_dict, tracked, report_local, getitem)"},
+     "configure_methods(code_kind, hooks_dict, tracked, report_local, getitem, setitem)"},
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL,
      "walk(root, out_dtype) -> (key, inputs, scalars, pendings): lazy._GraphState's walk in C"},
     {NULL, NULL, 0, NULL},
@@ -2193,6 +2285,7 @@ PyInit__speedups(void)
     INTERN(s_ndim, "ndim");
     INTERN(s_base, "base");
     INTERN(s_charge_read, "charge_read");
+    INTERN(s_charge_write, "charge_write");
     INTERN(s_max_nodes, "MAX_NODES");
     INTERN(s_dtype, "dtype");
     INTERN(s_shape, "shape");
@@ -2228,5 +2321,6 @@ PyInit__speedups(void)
     PyModule_AddIntConstant(m, "M_UNARY", M_UNARY);
     PyModule_AddIntConstant(m, "M_ARRAY_UFUNC", M_ARRAY_UFUNC);
     PyModule_AddIntConstant(m, "M_GETITEM", M_GETITEM);
+    PyModule_AddIntConstant(m, "M_SETITEM", M_SETITEM);
     return m;
 }

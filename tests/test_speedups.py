@@ -420,27 +420,33 @@ def _views_of(state_costs, readonly):
     return seen, sites, charged, state_costs
 
 
-@pytest.mark.parametrize("readonly", [False, True], ids=["writeable", "read-only"])
-def test_kept_views_in_c_are_the_python_roads(monkeypatch, readonly):
-    """The C road for a view an array keeps (``a[1:, :]`` again in a loop) gives what the Python
-    method gives: the same arrays (values, base, read-only flag), errors, report counts per line and
-    residency charges; keys it does not take (an element, fancy or non-int keys) go to Python."""
+@pytest.fixture
+def charged_costs(monkeypatch):
+    """The emulated backend with a GPU's costs, residency charging index work and never moving an
+    array (a move's moment depends on the wall time a window took); C roads back on afterwards."""
     costs = Costs(launch_s=60e-6, device_bytes_per_s=1e12, host_bytes_per_s=8e9, upload_s=60e-6,
                   upload_bytes_per_s=8e9, host_call_s=1e-6)
     monkeypatch.setattr(npgpu._get_backend("emulated"), "costs", costs)
-    # (charged, never moved: a move's moment depends on the wall time a window took)
     monkeypatch.setattr(_residency, "SHARE", float("inf"))
     monkeypatch.setattr(_residency, "FLOOR", float("inf"))
     try:
-        _native.use_native(False)
-        assert not hasattr(npgpu.DeviceArray.__getitem__, "_method")
-        expected = _views_of(costs, readonly)
-        _native.use_native(True)
-        assert type(npgpu.DeviceArray.__getitem__).__name__ == "FastMethod"
-        got = _views_of(costs, readonly)
+        yield costs
     finally:
         _native.use_native(True)
         _residency._Window.reset()
+
+
+@pytest.mark.parametrize("readonly", [False, True], ids=["writeable", "read-only"])
+def test_kept_views_in_c_are_the_python_roads(charged_costs, readonly):
+    """The C road for a view an array keeps (``a[1:, :]`` again in a loop) gives what the Python
+    method gives: the same arrays (values, base, read-only flag), errors, report counts per line and
+    residency charges; keys it does not take (an element, fancy or non-int keys) go to Python."""
+    _native.use_native(False)
+    assert not hasattr(npgpu.DeviceArray.__getitem__, "_method")
+    expected = _views_of(charged_costs, readonly)
+    _native.use_native(True)
+    assert type(npgpu.DeviceArray.__getitem__).__name__ == "FastMethod"
+    got = _views_of(charged_costs, readonly)
     assert got[0] == expected[0]
     assert got[1] == expected[1] and any("test_speedups.py" in site for site in got[1])
     assert got[2] == expected[2] and got[2] is not None and got[2] != 0.0
@@ -459,3 +465,68 @@ def test_kept_views_in_c_answer_as_numpy_does(device_backend):
             host[1, 2] = -i
             assert a[1:, 2:]._base is a
         numpy.testing.assert_array_equal(numpy.asarray(a), host)
+
+
+# -- a kept view written back onto itself: __setitem__'s C road (same_view_write) against Python --
+
+def _writes_back(readonly):
+    """In-place statements on views a device array keeps (``a[1:, :] -= x``: the view written back
+    onto itself after its kernel, the C road's case from the second time on), and writes it does
+    not take (another view, a scalar, a host value, a fancy key), with residency tracking the root:
+    the values, errors, the report's counts at each line and the root's charged total."""
+    host = numpy.arange(48.0).reshape(6, 8)
+    seen = []
+    with npgpu.enable("emulated", threshold=0):
+        npgpu.report(reset=True)
+        root = npgpu.asarray(host.copy())
+        other = npgpu.asarray(numpy.linspace(0.0, 1.0, 48).reshape(6, 8))
+        if readonly:
+            root.flags.writeable = False
+        for _ in range(3):
+            try:
+                root[1:, :] -= 0.5 * (other[1:, :] - other[:-1, :])
+                root[:, 2] += other[:, 3]
+                root[1:, :] = root[1:, :]  # (the very view, as a statement of its own)
+                root[2:4, 1:] = root[1:3, 1:]  # (another view of the same memory: copied)
+                root[0, :] = 1.5
+                root[[0, 1]] = other[:2]
+            except Exception as exc:  # (NumPy's error, compared between the roads)
+                seen.append(("raised", type(exc), str(exc)))
+            seen.append(numpy.asarray(root).tolist())
+        report = npgpu.report().as_dict()
+        ledger = _residency.tracked.get(id(root))
+        charged = None if ledger is None else round(ledger.total, 12)
+    sites = {site: (c["device"], c["host"], c["fallback"]) for site, c in report["call_sites"].items()}
+    return seen, sites, charged
+
+
+@pytest.mark.parametrize("readonly", [False, True], ids=["writeable", "read-only"])
+def test_views_written_back_in_c_are_the_python_roads(charged_costs, readonly):
+    """The C road for ``a[key] = a[key]``'s very view (what ``a[1:, :] -= x`` ends with) does what the
+    Python method does: nothing written, the write counted at its line, the same residency charge;
+    every other write goes to Python, and a read-only array raises NumPy's error on both."""
+    _native.use_native(False)
+    expected = _writes_back(readonly)
+    _native.use_native(True)
+    assert type(npgpu.DeviceArray.__setitem__).__name__ == "FastMethod"
+    got = _writes_back(readonly)
+    assert got[0] == expected[0]
+    assert got[1] == expected[1] and any("test_speedups.py" in site for site in got[1])
+    assert got[2] == expected[2]
+    if not readonly:
+        assert got[2] is not None and got[2] != 0.0
+
+
+def test_views_written_back_in_c_answer_as_numpy_does(device_backend):
+    """In-place statements on kept views (the C road from the second iteration) give NumPy's values."""
+    host = numpy.arange(60.0).reshape(6, 10)
+    step = numpy.linspace(-1.0, 1.0, 60).reshape(6, 10)
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(host.copy())
+        b = npgpu.asarray(step)
+        for _ in range(4):
+            a[1:, :] -= 0.5 * (b[1:, :] - b[:-1, :])
+            a[:-1, :-1] *= 1.0001
+            host[1:, :] -= 0.5 * (step[1:, :] - step[:-1, :])
+            host[:-1, :-1] *= 1.0001
+        numpy.testing.assert_allclose(numpy.asarray(a), host, rtol=1e-15)
