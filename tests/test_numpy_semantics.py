@@ -436,6 +436,39 @@ def test_writes_through_device_index_arrays_and_masks(xp):
     return counts, values
 
 
+#: index arrays with elements outside their axis, and the error NumPy names: the first one outside,
+#: in index order, array by array (not the largest)
+OUTSIDE_KEYS = [
+    ((3, 3), ([0, 5], [7, 0]), "index 5 is out of bounds for axis 0 with size 3"),
+    ((3, 3), ([0, 1], [7, 5]), "index 7 is out of bounds for axis 1 with size 3"),
+    ((3, 3), ([[4, -9], [1, 2]],), "index 4 is out of bounds for axis 0 with size 3"),
+    ((3, 3), ([-4, 5],), "index -4 is out of bounds for axis 0 with size 3"),
+    ((60,), (list(range(91, 100)),), "index 91 is out of bounds for axis 0 with size 60"),
+    ((60,), ([3, -70, 99],), "index -70 is out of bounds for axis 0 with size 60"),
+]
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["host-index", "device-index"])
+@pytest.mark.parametrize("shape, key, message", OUTSIDE_KEYS)
+def test_an_index_outside_its_axis_is_named_as_numpy_names_it(npgpu_backend, shape, key, message, on_device):
+    import npgpu
+    from npgpu._harness import backend_context
+
+    host = numpy.arange(float(numpy.prod(shape))).reshape(shape)
+    with pytest.raises(IndexError) as numpys:
+        host[tuple(numpy.asarray(k) for k in key)] = 1.0
+    assert str(numpys.value) == message
+    with backend_context(npgpu_backend):
+        a = npgpu.asarray(host.copy())
+        index = tuple(npgpu.asarray(numpy.asarray(k)) if on_device else numpy.asarray(k) for k in key)
+        with pytest.raises(IndexError) as read:
+            a[index]
+        with pytest.raises(IndexError) as write:
+            a[index] = 1.0
+        assert (str(read.value), str(write.value)) == (message, message)
+        numpy.testing.assert_array_equal(npgpu.asnumpy(a), host)  # (nothing written)
+
+
 def _outputs_given_as_none(xp):
     a = xp.asarray(numpy.arange(-6.0, 6.0))
     r = xp.asarray(numpy.zeros(12))

@@ -460,7 +460,7 @@ class ArrayModuleBackend(Compositions, Backend):
         """(lowest, highest) element of an integer native, in one read back; None when it is empty."""
         if not native.size:
             return None
-        low, high = self.xp.stack((native.min(), native.max())).tolist()
+        low, high = self._read(native.min(), native.max())
         return int(low), int(high)
 
     def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
@@ -523,11 +523,8 @@ class ArrayModuleBackend(Compositions, Backend):
             indexed = [entry for entry in indexed
                        if not (self.is_native(entry[2]) and _bounds.within(self, entry[2], entry[1]))]
         if indexed and self._outside(indexed):
-            for axis, size, index in indexed:
-                low, high = int(index.min()), int(index.max())
-                if low < -size or high >= size:
-                    bad = high if high >= size else low
-                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+            for axis, size, index in indexed:  # (NumPy names the first index outside, array by array)
+                self._check_bounds(index, size, axis)
 
     def _outside(self, indexed: list[tuple[int, int, Any]]) -> bool:
         """Whether an index array of ``indexed`` has an element outside its axis: one read back for

@@ -105,10 +105,10 @@ class Compositions:
     # -- take, put, take_along_axis: CuPy wraps out-of-range indices (cupy.take has no mode) ----------
     def _check_bounds(self, index: Any, size: int, axis: int) -> None:
         """NumPy's IndexError where an index lies outside ``-size <= i < size`` (one readback),
-        naming the first such index in index order, as NumPy's loop does."""
+        naming the first such index in index order, as NumPy's loop does (a host index: no readback)."""
         if not index.size:
             return
-        low, high = self._read(index.min(), index.max())
+        low, high = self._read(index.min(), index.max()) if self.is_native(index) else (index.min(), index.max())
         if low < -size or high >= size:
             flat = index.ravel()
             first = int(flat[int(((flat < -size) | (flat >= size)).argmax())])
