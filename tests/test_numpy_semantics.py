@@ -11,7 +11,8 @@ import warnings
 import numpy
 import pytest
 
-from npgpu._harness import differential
+import npgpu
+from npgpu._harness import backend_context, differential
 
 
 def _arange(xp, n, dtype="float64"):
@@ -451,9 +452,6 @@ OUTSIDE_KEYS = [
 @pytest.mark.parametrize("on_device", [False, True], ids=["host-index", "device-index"])
 @pytest.mark.parametrize("shape, key, message", OUTSIDE_KEYS)
 def test_an_index_outside_its_axis_is_named_as_numpy_names_it(npgpu_backend, shape, key, message, on_device):
-    import npgpu
-    from npgpu._harness import backend_context
-
     host = numpy.arange(float(numpy.prod(shape))).reshape(shape)
     with pytest.raises(IndexError) as numpys:
         host[tuple(numpy.asarray(k) for k in key)] = 1.0
