@@ -1880,26 +1880,24 @@ end:
     return done;
 }
 
-/* array[key] for a basic key whose view array keeps (_dispatch._view), from user code, with a
- * device in force: _dispatch.basic_getitem's answer (a device array viewing array's memory,
- * counted at the caller's line, charged by residency) without its Python calls. NULL with *err
- * unset declines (the Python method does the rest: a first view or count, a scalar, anything
- * else); NULL with *err set is an error. */
+/* The view computed array keeps for basic key (_dispatch._view's table; borrowed), where the call
+ * comes from user code (*frame, borrowed) with a device in force; NULL with *err unset where it
+ * does not (the Python method decides), NULL with *err set on error. */
 static PyObject *
-kept_view(PyObject *array, PyObject *key, int *err)
+kept_native(PyObject *array, PyObject *key, PyObject **frame, int *err)
 {
     *err = 0;
     if (SLOT(array, off_array[A_PENDING]) != Py_None) {
         return NULL;
     }
     PyObject *views = SLOT(array, off_array[A_VIEWS]);
-    PyObject *data = SLOT(array, off_array[A_DATA]);
     if (views == NULL || !PyTuple_CheckExact(views) || PyTuple_GET_SIZE(views) != 2 ||
-        PyTuple_GET_ITEM(views, 0) != data || !PyDict_CheckExact(PyTuple_GET_ITEM(views, 1)) || !basic_key(key)) {
+        PyTuple_GET_ITEM(views, 0) != SLOT(array, off_array[A_DATA]) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(views, 1)) || !basic_key(key)) {
         return NULL;
     }
-    PyObject *frame = user_frame(err);
-    if (frame == NULL) {
+    *frame = user_frame(err);
+    if (*frame == NULL) {
         return NULL;
     }
     const Fields *fields = state_fields();
@@ -1919,8 +1917,24 @@ kept_view(PyObject *array, PyObject *key, int *err)
     Py_DECREF(spelled);
     if (native == NULL) {
         *err = PyErr_Occurred() != NULL;
+    }
+    return native;
+}
+
+/* array[key] for a basic key whose view array keeps (_dispatch._view), from user code, with a
+ * device in force: _dispatch.basic_getitem's answer (a device array viewing array's memory,
+ * counted at the caller's line, charged by residency) without its Python calls. NULL with *err
+ * unset declines (the Python method does the rest: a first view or count, a scalar, anything
+ * else); NULL with *err set is an error. */
+static PyObject *
+kept_view(PyObject *array, PyObject *key, int *err)
+{
+    PyObject *frame;
+    PyObject *native = kept_native(array, key, &frame, err);
+    if (native == NULL) {
         return NULL;
     }
+    PyObject *data = SLOT(array, off_array[A_DATA]);
     Py_INCREF(native);
     PyObject *result = NULL, *root = NULL;
     /* a 0-d view is an element read (the Python road reads it back, or serves it from a copy) */
@@ -2018,37 +2032,15 @@ decline:
 static int
 same_view_write(PyObject *array, PyObject *key, PyObject *value)
 {
-    if (SLOT(array, off_array[A_PENDING]) != Py_None || SLOT(array, off_array[A_READONLY]) != Py_False ||
-        SLOT(value, off_array[A_PENDING]) != Py_None ||
+    if (SLOT(array, off_array[A_READONLY]) != Py_False || SLOT(value, off_array[A_PENDING]) != Py_None ||
         SLOT(value, off_array[A_BACKEND]) != SLOT(array, off_array[A_BACKEND])) {
         return 0;
     }
-    PyObject *views = SLOT(array, off_array[A_VIEWS]);
-    PyObject *data = SLOT(array, off_array[A_DATA]);
-    if (views == NULL || !PyTuple_CheckExact(views) || PyTuple_GET_SIZE(views) != 2 ||
-        PyTuple_GET_ITEM(views, 0) != data || !PyDict_CheckExact(PyTuple_GET_ITEM(views, 1)) || !basic_key(key)) {
-        return 0;
-    }
-    int err = 0;
-    PyObject *frame = user_frame(&err);
-    if (frame == NULL) {
-        return err ? -1 : 0;
-    }
-    const Fields *fields = state_fields();
-    if (fields == NULL) {
-        return -1;
-    }
-    if (fields->backend == Py_None) {
-        return 0;
-    }
-    PyObject *spelled = spelled_key(key);
-    if (spelled == NULL) {
-        return -1;
-    }
-    PyObject *native = PyDict_GetItemWithError(PyTuple_GET_ITEM(views, 1), spelled); /* borrowed */
-    Py_DECREF(spelled);
+    int err;
+    PyObject *frame;
+    PyObject *native = kept_native(array, key, &frame, &err);
     if (native == NULL) {
-        return PyErr_Occurred() ? -1 : 0;
+        return err ? -1 : 0;
     }
     if (native != SLOT(value, off_array[A_DATA])) {
         return 0;
