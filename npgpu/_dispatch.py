@@ -411,15 +411,8 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
             return _indexed_setitem(array, key, value, backend, frame)  # (a copy into the view)
     elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion):
         return _indexed_setitem(array, key, value, backend, frame)
-    else:
-        overlapping, known = _lazy.write_plan(value, backend, view)
-        if overlapping:
-            # (``known`` keeps the statement's inner arrays alive: held, they stay pending after the
-            # value's kernel computed them, and the write ran each again as a kernel of its own)
-            del known
-            return _indexed_setitem(array, key, value, backend, frame)
-        _lazy.before_write(backend, view, skip=value, known=known)
-        _lazy.materialize(value, out=view)
+    elif not _lazy.write_into(value, backend, view, registered=True):
+        return _indexed_setitem(array, key, value, backend, frame)
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
 
@@ -1584,12 +1577,9 @@ def _run_into(uf: numpy.ufunc, loop: tuple[numpy.dtype, ...], inputs: tuple[Any,
     destination = target._native
     array = _recorder.record(uf, loop, inputs, backend, target.shape, frame,
                              register=False, immediate=False)  # (no other thread runs it)
-    overlapping, known = _lazy.write_plan(array, backend, destination)
-    if overlapping:
+    if not _lazy.write_into(array, backend, destination, registered=False, temporary=temporary):
         _lazy.discard(array)
         return False
-    _lazy.before_write(backend, destination, skip=array, known=known, temporary=temporary)
-    _lazy.materialize(array, out=destination)
     return True
 
 

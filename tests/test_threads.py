@@ -129,8 +129,8 @@ def test_a_statement_whose_value_another_thread_computed_first_still_writes_it(d
     real = lazy.before_write
     computed: list[bool] = []
 
-    def then_another_thread_computes(backend, native, skip=None, known=None):
-        real(backend, native, skip, known)
+    def then_another_thread_computes(backend, native, skip=None, known=None, temporary=None):
+        real(backend, native, skip, known, temporary)
         if skip is not None and skip._pending is not None:
             lazy.materialize(skip)
             computed.append(True)

@@ -21,6 +21,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy
@@ -182,12 +183,14 @@ def _lock_of(array: Any) -> Any:
     return _LOCKS[(id(array) >> 4) & 63]
 
 
-def materialize(array: Any, out: Any = None) -> None:
+def materialize(array: Any, out: Any = None, walked: tuple[Any, _GraphState, Graph] | None = None) -> None:
     """Compute a pending array with one kernel (into ``out``'s native when given).
 
     A kernel the device can't build is computed by NumPy instead and uploaded (counted, with the
     compiler's message). A result the device can't hold raises DeviceMemoryError and leaves the
-    array pending, its graph intact (the dispatcher then falls back for the call that needed it)."""
+    array pending, its graph intact (the dispatcher then falls back for the call that needed it).
+    ``walked``: (the array's Pending, the walk of its graph, the graph for ``out``'s dtype), from
+    ``write_into``, used while the array still holds that Pending."""
     if array._pending is None:
         if out is not None:
             _copy_computed(array, out)
@@ -200,8 +203,11 @@ def materialize(array: Any, out: Any = None) -> None:
             return
         started = time.perf_counter()
         backend = array._backend
-        state = _GraphState()
-        graph = state.graph(array, pending.dtype if out is None else out.dtype)
+        if walked is not None and walked[0] is pending:
+            state, graph = walked[1], walked[2]
+        else:
+            state = _GraphState()
+            graph = state.graph(array, pending.dtype if out is None else out.dtype)
         launch = _fperr.fused_launch(graph, state.pendings) if graph.error_nodes else None
         try:
             if launch is None:
@@ -387,15 +393,93 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
     return overlapping, known
 
 
+#: Write plans. A loop statement that writes an expression into device memory (``a[1:] -= expr``,
+#: ``b[1:-1] = expr``) asked every time whether the expression's graph reads that memory
+#: (write_plan's walk) and which other pending graphs must run before it changes (before_write's
+#: walk of the registry): about half such a statement's CPU cost (15 of 31 us on this project's
+#: 2-core machine, kernel stubbed). Whether the graph reads the memory, and how, depends only on the
+#: graph, the natives of its leaves and the destination native, which such a loop hands again every
+#: iteration (a kept view is the same object each time; natives never change their memory or
+#: layout). So a graph found to read the destination only through its leaves, and only as the
+#: very same view or not at all, is kept here by (graph, id of the destination), with weak
+#: references to the destination and the leaves' natives, in the walk's order: while they are
+#: the same objects, the answer is the same. None of the graph's own pending arrays then reads the
+#: destination, so when every pending array registered is one of the graph's (the registry's
+#: count says so), no other graph needs to run first either (``write_into``).
+_PLANS: dict[tuple[Graph, int], tuple[Any, tuple[Any, ...]]] = {}
+_PLANS_MAX = 256
+_PLANS_LOCK = threading.Lock()  # (orders the eviction, as _GRAPHS_LOCK does)
+
+
+def _plan_holds(plan: tuple[Any, tuple[Any, ...]], native: Any, inputs: list[Any]) -> bool:
+    """Whether ``plan`` was made for destination ``native`` and these leaf natives."""
+    if plan[0]() is not native:
+        return False
+    refs = plan[1]
+    if len(refs) != len(inputs):
+        return False
+    for ref, data in zip(refs, inputs):
+        if ref() is not data:
+            return False
+    return True
+
+
+def _keep_plan(key: tuple[Graph, int], native: Any, inputs: list[Any]) -> None:
+    try:
+        plan = (weakref.ref(native), tuple(weakref.ref(data) for data in inputs))
+    except TypeError:  # (a backend whose arrays take no weak reference: no plan)
+        return
+    with _PLANS_LOCK:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.pop(next(iter(_PLANS)), None)  # oldest first
+        _PLANS[key] = plan
+
+
+def write_into(array: Any, backend: Any, native: Any, registered: bool, temporary: Any = None) -> bool:
+    """Compute pending ``array`` into ``native`` (the write of a statement: ``a[1:] -= expr``,
+    ``b[1:-1] = expr``), every other pending graph that reads ``native``'s memory run first; False,
+    with nothing run, where the graph reads memory overlapping ``native`` other than as the very
+    same view (the caller takes another road). ``registered``: whether ``array`` is in the registry
+    (the in-place road records its root unregistered); ``temporary``: before_write's. A write
+    planned before over the same natives skips both walks (``_PLANS``)."""
+    pending = array._pending
+    if pending is not None:
+        state = _GraphState()
+        graph = state.graph(array, native.dtype)
+        key = (graph, id(native))
+        plan = _PLANS.get(key)
+        if plan is not None and _plan_holds(plan, native, state.inputs) and \
+                len(_pending) == len(state.pendings) - (not registered):
+            _forget_written(backend, native)
+            materialize(array, out=native, walked=(pending, state, graph))
+            return True
+    overlapping, known = write_plan(array, backend, native)
+    if overlapping:
+        return False
+    if pending is not None:
+        if not known.inner:
+            _keep_plan(key, native, state.inputs)
+        del state  # (before_write may run graphs: materialize walks again)
+    before_write(backend, native, skip=array, known=known, temporary=temporary)
+    materialize(array, out=native)
+    return True
+
+
+def _forget_written(backend: Any, native: Any) -> None:
+    """What every write into ``native`` drops besides pending graphs: kept mask positions in that
+    memory (npgpu/_masks.py), its known value bounds (npgpu/_bounds.py), its scalar reads."""
+    _masks.written(backend, native)
+    _bounds.written(backend, native)
+    _scalar_reads.written(backend, native)
+
+
 def before_write(backend: Any, native: Any, skip: Any = None, known: Known | None = None,
                  temporary: Any = None) -> None:
     """Run every pending graph that reads ``native``'s memory: a write is about to change it.
     ``known``: answers already found for some arrays (``write_plan``'s). Every road that writes
     device memory calls this first, with or without recorded work: the kept positions of masks in
     that memory are dropped too (npgpu/_masks.py), and the value bounds known for it (npgpu/_bounds.py)."""
-    _masks.written(backend, native)
-    _bounds.written(backend, native)
-    _scalar_reads.written(backend, native)
+    _forget_written(backend, native)
     if not _pending:
         return
     if known is None:

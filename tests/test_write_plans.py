@@ -1,0 +1,195 @@
+"""Write plans (npgpu/lazy/materialize.py, ``_PLANS``): a loop statement that writes an expression
+into device memory (``a[1:] -= expr``, ``b[1:-1] = expr``) reuses what its first iteration found
+about the graph and the destination, while the graph, its leaves' natives and the destination are
+the same objects and every pending array registered is the statement's own.
+
+Each hazard the unplanned road handles is run here through a write that was planned the iteration
+before, as NumPy and as npgpu on every backend: an array held across the write that reads the
+destination (this thread's and another's), a leaf that comes to overlap the destination, an inner
+array reading the destination, kept mask positions and scalar reads of the written memory, and a
+value another thread computes first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy
+import pytest
+
+import npgpu
+from npgpu import _residency
+from npgpu._array import DeviceArray
+from npgpu._harness import differential
+from npgpu.lazy import materialize as lazy
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    """Whether each write that found a kept plan could take it (the road under test), in order.
+    Residency's moves are kept out (they could put an array on the host mid-loop: a write that
+    takes another road)."""
+    monkeypatch.setattr(_residency, "SHARE", float("inf"))
+    monkeypatch.setattr(_residency, "FLOOR", float("inf"))
+    hits: list[bool] = []
+    real = lazy._plan_holds
+
+    def counted(plan, native, inputs):
+        held = real(plan, native, inputs)
+        hits.append(held)
+        return held
+
+    monkeypatch.setattr(lazy, "_plan_holds", counted)
+    return hits
+
+
+def _device(xp, *arrays) -> bool:
+    return xp is npgpu and all(type(a) is DeviceArray and a._backend.supports_fusion for a in arrays)
+
+
+def _arrays(xp, *shape, n=3, seed=3):
+    rng = numpy.random.default_rng(seed)
+    return [xp.asarray(rng.random(shape)) for _ in range(n)]
+
+
+def _step(ex, ey, hz):
+    ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+    ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+    hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+    ey[1:-1, 1:-1] = 0.2 * (hz[1:-1, 1:-1] + hz[:-2, 1:-1] + hz[2:, 1:-1])
+
+
+@differential()
+def test_a_loop_of_stencil_statements_is_numpys(xp, planned):
+    ex, ey, hz = _arrays(xp, 12, 9)
+    for _ in range(4):
+        _step(ex, ey, hz)
+    if _device(xp, ex):
+        assert sum(planned) >= 12, "the iterations after the first took their plans"
+    return ex, ey, hz
+
+
+@differential()
+def test_an_array_held_across_a_planned_write_keeps_the_values_it_read(xp):
+    x, y = _arrays(xp, 40, n=2)
+    held = []
+    for _ in range(3):
+        x[1:] -= 0.5 * (y[1:] - y[:-1])
+        held.append(x[1:] * 2.0)  # (pending, held: it reads the memory the next write changes)
+        y[1:-1] = 0.3 * (x[2:] + x[:-2])
+        held.append(y[1:-1] + 1.0)
+    return x, y, held
+
+
+@differential()
+def test_another_threads_pending_array_reading_the_destination_keeps_its_values(xp, planned):
+    x, y = _arrays(xp, 40, n=2)
+    for _ in range(2):
+        x[1:] -= 0.5 * (y[1:] - y[:-1])  # (planned from the second)
+    recorded, written = threading.Event(), threading.Event()
+    found = []
+
+    def other() -> None:
+        state = npgpu.enable(x._backend.name, threshold=0) if type(x) is DeviceArray else contextlib.nullcontext()
+        with state:
+            e = x[1:] + 0.0  # (pending in this thread, reading the destination)
+            recorded.set()
+            written.wait(10)
+            found.append(numpy.array(e))
+
+    t = threading.Thread(target=other)
+    t.start()
+    recorded.wait(10)
+    planned.clear()
+    x[1:] -= 0.5 * (y[1:] - y[:-1])
+    written.set()
+    t.join()
+    if _device(xp, x):
+        assert planned == [True], "the plan held (the registry's count sent the write the other way)"
+    return x, xp.asarray(found[0])
+
+
+@differential()
+def test_a_leaf_that_comes_to_overlap_the_destination_takes_the_unplanned_road(xp, planned):
+    def step(x, y):
+        x[1:] -= 0.5 * (y[1:] - y[:-1])
+        x[:-1] = 0.25 * (y[1:] + y[:-1])
+
+    x, y = _arrays(xp, 30, n=2)
+    step(x, y)
+    step(x, y)
+    planned.clear()
+    step(x, x[:])  # (the same graphs and destinations: their leaves, views of x, now overlap them)
+    if _device(xp, x):
+        assert planned == [False, False], "the plans were found and did not hold"
+    step(x, y)
+    return x, y
+
+
+@differential()
+def test_a_graph_whose_inner_array_reads_the_destination_is_never_planned(xp, planned):
+    x, y = _arrays(xp, 30, n=2)
+    kept = []
+    for _ in range(3):
+        t = x[1:] * 2.0  # (held: it must keep the values it read before the write)
+        x[1:] = t + y[1:]
+        kept.append(t)
+        x[1:] = (x[1:] * 3.0) - y[:-1]  # (an inner array reading the destination, as the same view)
+    if _device(xp, x):
+        destination = x[1:]._native
+        assert not any(plan[0]() is destination for plan in list(lazy._PLANS.values())), "no plan kept for it"
+    return x, kept
+
+
+@differential()
+def test_a_planned_write_drops_kept_mask_positions_and_scalar_reads(xp):
+    values, a, b = _arrays(xp, 50)
+    m = values > 0.5
+    seen = []
+    for _ in range(3):
+        seen += [values[m], values[m], float(a[7]), float(a[7])]
+        m[1:] = a[1:] > b[:-1]  # (a pending bool value written into the mask: planned after the first)
+        a[1:] -= 0.5 * (b[1:] - b[:-1])
+        seen += [values[m], float(a[7])]
+    return seen, m, a
+
+
+def test_a_planned_write_whose_value_another_thread_computed_first_still_writes_it(device_backend, monkeypatch):
+    # The unplanned road's twin is in tests/test_threads.py. Here the other thread's part is played
+    # between the planned road's walk and its launch.
+    host = numpy.arange(1000, dtype=numpy.int64)
+    real = lazy.materialize
+    computed: list[bool] = []
+
+    def then_another_thread_computes(array, out=None, walked=None):
+        if walked is not None and array._pending is not None:
+            real(array)
+            computed.append(True)
+        real(array, out, walked)
+
+    with npgpu.enable(device_backend, threshold=0):
+        k = npgpu.asarray(host.copy())
+        for _ in range(2):
+            k[10:20] = k[20:30] + 1
+            host[10:20] = host[20:30] + 1
+        monkeypatch.setattr(lazy, "materialize", then_another_thread_computes)
+        k[10:20] = k[20:30] + 1
+        monkeypatch.setattr(lazy, "materialize", real)
+        host[10:20] = host[20:30] + 1
+        assert computed == [True]  # (the planned road ran)
+        numpy.testing.assert_array_equal(numpy.asarray(k), host)
+
+
+def test_plans_are_bounded_and_forget_dead_natives(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        for n in range(lazy._PLANS_MAX + 20):
+            x = npgpu.asarray(numpy.zeros(8 + n % 3))
+            y = npgpu.asarray(numpy.ones(8 + n % 3))
+            x[1:] = y[1:] * float(n) + 1.0
+        assert len(lazy._PLANS) <= lazy._PLANS_MAX
+        destination = x[1:]._native
+        plans = [plan for plan in list(lazy._PLANS.values()) if plan[0]() is destination]
+        assert len(plans) == 1
+        del x, y, destination
+        assert plans[0][0]() is None  # (a dead destination: its id may come again, the plan no more)
