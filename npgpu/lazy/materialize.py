@@ -398,35 +398,42 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
 #: (write_plan's walk) and which other pending graphs must run before it changes (before_write's
 #: walk of the registry): about half such a statement's CPU cost (15 of 31 us on this project's
 #: 2-core machine, kernel stubbed). Whether the graph reads the memory, and how, depends only on the
-#: graph, the natives of its leaves and the destination native, which such a loop hands again every
-#: iteration (a kept view is the same object each time; natives never change their memory or
-#: layout). So a graph found to read the destination only through its leaves, and only as the
-#: very same view or not at all, is kept here by (graph, id of the destination), with weak
-#: references to the destination and the leaves' natives, in the walk's order: while they are
-#: the same objects, the answer is the same. None of the graph's own pending arrays then reads the
-#: destination, so when every pending array registered is one of the graph's (the registry's
-#: count says so), no other graph needs to run first either (``write_into``).
-_PLANS: dict[tuple[Graph, int], tuple[Any, tuple[Any, ...]]] = {}
+#: graph and on whether each of its leaves' natives reads the destination native, which a loop
+#: hands again every iteration (a kept view is the same object each time; natives never change
+#: their memory or layout). So a graph found to read the destination only through its leaves, and
+#: only as the very same view or not at all, is kept here by (graph, id of the destination): a weak
+#: reference to the destination, and for each leaf in the walk's order a weak reference to its
+#: native and whether it reads the destination. While those are the same objects, the answer is
+#: the same; a leaf that is another native (cavity_flow's ``pn = p.copy()`` each iteration) keeps
+#: it where it read nothing and still reads nothing (one overlap test). None of the graph's own
+#: pending arrays then reads the destination, so when every pending array registered is one of the
+#: graph's (the registry's count says so), no other graph needs to run first either (``write_into``).
+_PLANS: dict[tuple[Graph, int], tuple[Any, list[Any], tuple[bool, ...]]] = {}
 _PLANS_MAX = 256
 _PLANS_LOCK = threading.Lock()  # (orders the eviction, as _GRAPHS_LOCK does)
 
 
-def _plan_holds(plan: tuple[Any, tuple[Any, ...]], native: Any, inputs: list[Any]) -> bool:
-    """Whether ``plan`` was made for destination ``native`` and these leaf natives."""
+def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inputs: list[Any], backend: Any) -> bool:
+    """Whether ``plan`` answers for a write into ``native`` of its graph over leaf natives ``inputs``
+    (a leaf that is another native than the plan's, reading nothing of ``native`` where the plan's
+    read nothing, replaces it: the next iteration finds it by identity)."""
     if plan[0]() is not native:
         return False
-    refs = plan[1]
+    refs, reads = plan[1], plan[2]
     if len(refs) != len(inputs):
         return False
-    for ref, data in zip(refs, inputs):
-        if ref() is not data:
-            return False
+    for i, data in enumerate(inputs):
+        if refs[i]() is not data:
+            if reads[i] or backend.shares_memory(data, native):
+                return False
+            refs[i] = weakref.ref(data)  # (a thread racing here stores a native as good)
     return True
 
 
-def _keep_plan(key: tuple[Graph, int], native: Any, inputs: list[Any]) -> None:
+def _keep_plan(key: tuple[Graph, int], native: Any, inputs: list[Any], backend: Any) -> None:
     try:
-        plan = (weakref.ref(native), tuple(weakref.ref(data) for data in inputs))
+        plan = (weakref.ref(native), [weakref.ref(data) for data in inputs],
+                tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs))
     except TypeError:  # (a backend whose arrays take no weak reference: no plan)
         return
     with _PLANS_LOCK:
@@ -448,7 +455,7 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
         graph = state.graph(array, native.dtype)
         key = (graph, id(native))
         plan = _PLANS.get(key)
-        if plan is not None and _plan_holds(plan, native, state.inputs) and \
+        if plan is not None and _plan_holds(plan, native, state.inputs, backend) and \
                 len(_pending) == len(state.pendings) - (not registered):
             _forget_written(backend, native)
             materialize(array, out=native, walked=(pending, state, graph))
@@ -458,7 +465,7 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
         return False
     if pending is not None:
         if not known.inner:
-            _keep_plan(key, native, state.inputs)
+            _keep_plan(key, native, state.inputs, backend)
         del state  # (before_write may run graphs: materialize walks again)
     before_write(backend, native, skip=array, known=known, temporary=temporary)
     materialize(array, out=native)
