@@ -330,6 +330,7 @@ STATEMENTS = {
     "inplace": "x -= y",
     "stencil": "x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])",
     "strided_stencil": "x[:-1, :-1] -= 0.7 * (y[:-1, 1:] - y[:-1, :-1] + y[1:, :-1] - y[:-1, :-1])",
+    "copied_stencil": "c = y.copy(); x[1:-1, 1:-1] = 0.25 * (c[1:-1, 2:] + c[1:-1, :-2] + c[2:, 1:-1] + c[:-2, 1:-1])",
     "broadcast": "x[...] = y * b + 1.0",
     "scalar_write": "x[3, 4] = 1.5",
     "scalar_read": "float(y[3, 4])",
@@ -347,7 +348,8 @@ class TimeStatementCost(BackendBenchmark):
     """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): a view
     taken again (kept by the array: C's road where the extension is built), an in-place update, an
     in-place stencil of views (one fused kernel), one of strided views (fdtd_2d's ``hz`` update: the
-    strided kernel), an expression broadcasting a row into a
+    strided kernel), a stencil of a copy made each time written into a view (cavity_flow's pressure
+    iteration: its leaves are new arrays every time), an expression broadcasting a row into a
     whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a column computed from the
     two before it in the same array (deriche's filters: one kernel into the column), a matrix-vector product
