@@ -635,3 +635,41 @@ def test_sliding_window_view_views_the_array(xp):
         swv(a, (2, 2), axis=(0,))
     sums = (windows * 2.0).sum(axis=(2, 3))
     return a, windows, rows, strided, sums, windows.flags.writeable, writable.flags.writeable
+
+
+def _copy_source(xp, layout):
+    base = xp.asarray(numpy.arange(24.0).reshape(4, 6))
+    if layout == "readonly":
+        source = base.copy()
+        source.flags.writeable = False
+        return base, source
+    sources = {"contiguous": lambda: base, "transposed": lambda: base.T, "strided": lambda: base[::2, 1::2],
+               "pending": lambda: base * 2.0 + 1.0, "zero_d": lambda: base[1, 2:3].reshape(()),
+               "empty": lambda: base[:0], "ints": lambda: xp.asarray(numpy.arange(12).reshape(3, 4)).T,
+               "complex": lambda: (base + 1j * base)[:, ::-1]}
+    return base, sources[layout]()
+
+
+@pytest.mark.parametrize("order", ["C", "K", "A", "F", None])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "pending", "zero_d", "empty", "readonly",
+                                    "ints", "complex"])
+@differential(on_fallback="raise")
+def test_copies_of_device_arrays_are_numpys(xp, order, layout):
+    # (cavity_flow's pn = p.copy() each iteration; layouts NumPy keeps or makes C-ordered)
+    base, source = _copy_source(xp, layout)
+    options = {} if order is None else {"order": order}
+    copies = [source.copy(**options), xp.copy(source, **options)]
+    base[...] = -1.0  # (the copies are memory of their own)
+    flags = [(c.flags.c_contiguous, c.flags.f_contiguous, c.flags.writeable, c.base is None) for c in copies]
+    return copies, flags
+
+
+def test_a_device_arrays_copy_is_counted_on_the_device(device_backend):
+    with npgpu.enable(device_backend, threshold=0):
+        a = npgpu.asarray(numpy.arange(10.0))
+        npgpu.report(reset=True)
+        b = a.copy()
+        c = numpy.copy(a[::2])
+        counts = npgpu.report(reset=True).functions["copy"]
+        assert (counts.device, counts.host, counts.fallback) == (2, 0, 0)
+        assert type(b) is type(c) is npgpu.DeviceArray
