@@ -673,3 +673,35 @@ def test_a_device_arrays_copy_is_counted_on_the_device(device_backend):
         counts = npgpu.report(reset=True).functions["copy"]
         assert (counts.device, counts.host, counts.fallback) == (2, 0, 0)
         assert type(b) is type(c) is npgpu.DeviceArray
+
+
+RANGES = [
+    ("linspace", lambda xp: xp.linspace(-2.25, 0.75, 1000)),
+    ("linspace_open", lambda xp: xp.linspace(0.1, 1.0, 100_000, endpoint=False)),
+    ("linspace_float32", lambda xp: xp.linspace(-1.5, 1.5, 999, dtype=numpy.float32)),
+    ("linspace_retstep", lambda xp: xp.linspace(-1.0, 3.3, 77, retstep=True)),
+    ("linspace_array_bounds", lambda xp: xp.linspace(xp.asarray(numpy.array([0.1, -2.0])), 5.3, 9)),
+    ("linspace_ints", lambda xp: xp.linspace(0, 1000, 333, dtype=numpy.int64)),
+    ("logspace", lambda xp: xp.logspace(-3.0, 2.7, 1001)),
+    ("logspace_base", lambda xp: xp.logspace(-2.0, 2.0, 77, base=2.5)),
+    ("arange_step", lambda xp: xp.arange(0.1, 100.3, 0.37)),
+    ("arange_fine", lambda xp: xp.arange(-5.0, 5.0, 0.001)),
+    ("arange_float32", lambda xp: xp.arange(1.0, 2.0, 0.003, dtype=numpy.float32)),
+    ("arange_ints", lambda xp: xp.arange(3, 10**6, 7)),
+]
+
+
+@pytest.mark.parametrize("make", [m for _, m in RANGES], ids=[name for name, _ in RANGES])
+def test_ranges_are_numpys_to_the_last_digit(device_backend, make):
+    # (the harness compares floats within a tolerance: CuPy's grids differed in the last place,
+    # which a chaotic iteration such as mandelbrot2's then makes visible)
+    want = make(numpy)
+    with npgpu.enable(device_backend, threshold=0):
+        got = make(npgpu)
+        host = npgpu.asnumpy(got[0]) if isinstance(got, tuple) else npgpu.asnumpy(got)
+        assert type(got[0] if isinstance(got, tuple) else got) is npgpu.DeviceArray
+    if isinstance(want, tuple):
+        assert got[1] == want[1] and type(got[1]) is type(want[1])
+        want = want[0]
+    assert host.dtype == want.dtype
+    numpy.testing.assert_array_equal(host, want, strict=True)
