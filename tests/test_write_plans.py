@@ -205,3 +205,33 @@ def test_plans_are_bounded_and_forget_dead_natives(device_backend):
         assert len(plans) == 1
         del x, y, destination
         assert plans[0][0]() is None  # (a dead destination: its id may come again, the plan no more)
+
+
+def test_an_inner_array_another_thread_computes_during_the_first_write_leaves_no_plan(device_backend, monkeypatch):
+    # The plan comes from the write's own walk of its graph. Were it taken from write_plan's later
+    # walk, an inner array another thread computed in between (a leaf of fresh memory by then) hid
+    # that the graph's inner call reads the target: the next iteration's held array ran after it.
+    real = lazy.write_plan
+
+    def computed_meanwhile(array, backend, native):
+        for o in array._pending.operands:
+            if type(o) is DeviceArray and o._pending is not None:
+                lazy.materialize(o)  # (as another thread's write would)
+        return real(array, backend, native)
+
+    host_x, host_y = numpy.arange(30.0), numpy.arange(30.0) * 0.5
+    with npgpu.enable(device_backend, threshold=0):
+        x, y = npgpu.asarray(host_x.copy()), npgpu.asarray(host_y)
+        monkeypatch.setattr(lazy, "write_plan", computed_meanwhile)
+        t = x[1:] * 2.0
+        x[1:] = t + y[1:]
+        monkeypatch.setattr(lazy, "write_plan", real)
+        held = x[1:] * 2.0  # (reads the target of the next write, and stays the program's)
+        x[1:] = held + y[1:]
+        got = (npgpu.asnumpy(t), npgpu.asnumpy(held), npgpu.asnumpy(x))
+    t = host_x[1:] * 2.0
+    host_x[1:] = t + host_y[1:]
+    held = host_x[1:] * 2.0
+    host_x[1:] = held + host_y[1:]
+    for g, w in zip(got, (t, held, host_x)):
+        numpy.testing.assert_array_equal(g, w)

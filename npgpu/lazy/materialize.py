@@ -97,6 +97,7 @@ class _GraphState:
         self.signature: list[Any] = []
         self._seen: dict[int, int] = {}  # id of a leaf's native or of a pending array -> position
         self.pendings: list[Pending] = []  # the recorded calls the graph runs
+        self.key: tuple[Any, ...] = ()  # the signature and the stored dtype (graph() fills it)
 
     def _walk(self, root: Any) -> None:
         """Fill the signature, inputs, scalars and pendings from the tree under ``root``."""
@@ -144,6 +145,7 @@ class _GraphState:
         else:
             self._walk(array)
             key = (*self.signature, out_dtype)
+        self.key = key
         graph = _GRAPHS.get(key)
         if graph is None:
             builder = GraphBuilder()
@@ -430,16 +432,33 @@ def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inpu
     return True
 
 
-def _keep_plan(key: tuple[Graph, int], native: Any, inputs: list[Any], backend: Any) -> None:
+def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> None:
+    """Keep the plan of a write of ``graph`` into ``native``, from ``state``'s walk alone (its leaves
+    and the calls over them: one consistent look at arrays another thread may be computing), where
+    no leaf overlaps ``native`` but as the very same view and no call below the root reads it."""
+    inputs = state.inputs
+    reads = tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs)
+    if any(hit and data is not native and not backend.same_view(data, native) for hit, data in zip(reads, inputs)):
+        return
+    entries = state.key[:-1]
+    found: list[bool] = []  # per signature entry: whether what it computes reads ``native``
+    leaf = 0
+    for entry in entries:
+        if type(entry[0]) is str:  # ("input", dtype) in the walk's order of inputs, or ("scalar", dtype)
+            found.append(entry[0] == "input" and reads[leaf])
+            leaf += entry[0] == "input"
+        else:  # (ufunc, loop, positions of its operands, errstate): the root is the last
+            found.append(any(found[i] for i in entry[2]))
+    if any(found[i] for i, entry in enumerate(entries[:-1]) if type(entry[0]) is not str):
+        return  # (a call below the root reads it: its array, if held elsewhere, runs before the write)
     try:
-        plan = (weakref.ref(native), [weakref.ref(data) for data in inputs],
-                tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs))
+        plan = (weakref.ref(native), [weakref.ref(data) for data in inputs], reads)
     except TypeError:  # (a backend whose arrays take no weak reference: no plan)
         return
     with _PLANS_LOCK:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)), None)  # oldest first
-        _PLANS[key] = plan
+        _PLANS[(graph, id(native))] = plan
 
 
 def write_into(array: Any, backend: Any, native: Any, registered: bool, temporary: Any = None) -> bool:
@@ -464,8 +483,7 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
     if overlapping:
         return False
     if pending is not None:
-        if not known.inner:
-            _keep_plan(key, native, state.inputs, backend)
+        _keep_plan(state, graph, native, backend)
         del state  # (before_write may run graphs: materialize walks again)
     before_write(backend, native, skip=array, known=known, temporary=temporary)
     materialize(array, out=native)
