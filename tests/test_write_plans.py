@@ -66,7 +66,7 @@ def test_a_loop_of_stencil_statements_is_numpys(xp, planned):
     for _ in range(4):
         _step(ex, ey, hz)
     if _device(xp, ex):
-        assert sum(planned) >= 12, "the iterations after the first took their plans"
+        assert sum(planned) >= 8, "the iterations after the second took their plans (the first marks, the second plans)"
     return ex, ey, hz
 
 
@@ -78,8 +78,22 @@ def test_a_copy_made_each_iteration_feeds_a_planned_write(xp, planned):
         p[1:-1, 1:-1] = 0.25 * (pn[1:-1, 2:] + pn[1:-1, :-2] + pn[2:, 1:-1] + pn[:-2, 1:-1]) - b[1:-1, 1:-1]
         p[:, -1] = p[:, -2]
     if _device(xp, p):
-        assert planned.count(True) >= 3, "the iterations after the first took their plans"
+        assert planned.count(True) >= 2, "the iterations after the second took their plans"
     return p
+
+
+@differential()
+def test_a_new_target_each_iteration_is_only_marked(xp, planned):
+    # deriche's and adi's column sweeps write a new view each iteration: a plan for each would cost
+    # its overlap tests and never be used; the first write of a graph into a target keeps a mark
+    x, y = _arrays(xp, 16, 12, n=2)
+    for j in range(2, 12):
+        y[:, j] = 0.5 * x[:, j] + 0.25 * y[:, j - 1] - 0.125 * y[:, j - 2]
+    if _device(xp, y):
+        assert not any(plan[2] is not None and plan[0]() is not None and plan[0]().dtype == numpy.float64
+                       and plan[0]().shape == (16,) for plan in list(lazy._PLANS.values())), "only marks"
+        assert planned == [], "no plan was found to hold or not"
+    return y
 
 
 @differential()
@@ -98,7 +112,7 @@ def test_an_array_held_across_a_planned_write_keeps_the_values_it_read(xp):
 def test_another_threads_pending_array_reading_the_destination_keeps_its_values(xp, planned):
     x, y = _arrays(xp, 40, n=2)
     for _ in range(2):
-        x[1:] -= 0.5 * (y[1:] - y[:-1])  # (planned from the second)
+        x[1:] -= 0.5 * (y[1:] - y[:-1])  # (marked, then planned)
     recorded, written = threading.Event(), threading.Event()
     found = []
 
@@ -150,7 +164,8 @@ def test_a_graph_whose_inner_array_reads_the_destination_is_never_planned(xp, pl
         x[1:] = (x[1:] * 3.0) - y[:-1]  # (an inner array reading the destination, as the same view)
     if _device(xp, x):
         destination = x[1:]._native
-        assert not any(plan[0]() is destination for plan in list(lazy._PLANS.values())), "no plan kept for it"
+        assert not any(plan[0]() is destination and plan[2] is not None for plan in list(lazy._PLANS.values())), \
+            "no plan kept for it"
     return x, kept
 
 

@@ -410,18 +410,19 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
 #: it where it read nothing and still reads nothing (one overlap test). None of the graph's own
 #: pending arrays then reads the destination, so when every pending array registered is one of the
 #: graph's (the registry's count says so), no other graph needs to run first either (``write_into``).
-_PLANS: dict[tuple[Graph, int], tuple[Any, list[Any], tuple[bool, ...]]] = {}
+#: A plan is made at the second write of a graph into a target; the first keeps only a mark.
+_PLANS: dict[tuple[Graph, int], tuple[Any, Any, Any]] = {}  # (a first write keeps a mark: refs, reads None)
 _PLANS_MAX = 256
 _PLANS_LOCK = threading.Lock()  # (orders the eviction, as _GRAPHS_LOCK does)
 
 
-def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inputs: list[Any], backend: Any) -> bool:
+def _plan_holds(plan: tuple[Any, Any, Any], native: Any, inputs: list[Any], backend: Any) -> bool:
     """Whether ``plan`` answers for a write into ``native`` of its graph over leaf natives ``inputs``
     (a leaf that is another native than the plan's, reading nothing of ``native`` where the plan's
     read nothing, replaces it: the next iteration finds it by identity)."""
-    if plan[0]() is not native:
-        return False
     refs, reads = plan[1], plan[2]
+    if plan[0]() is not native or reads is None:
+        return False
     if len(refs) != len(inputs):
         return False
     for i, data in enumerate(inputs):
@@ -432,10 +433,19 @@ def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inpu
     return True
 
 
-def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> None:
+def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any, seen: Any) -> None:
     """Keep the plan of a write of ``graph`` into ``native``, from ``state``'s walk alone (its leaves
     and the calls over them: one consistent look at arrays another thread may be computing), where
-    no leaf overlaps ``native`` but as the very same view and no call below the root reads it."""
+    no leaf overlaps ``native`` but as the very same view and no call below the root reads it. At
+    the first write of this graph into ``native`` (``seen``: what ``_PLANS`` holds for it) only a
+    mark is kept: a loop that writes a new view each iteration (deriche's and adi's columns) would
+    otherwise pay the plan's overlap tests again for a plan never used."""
+    try:
+        if seen is None or seen[0]() is not native:
+            _store_plan((graph, id(native)), (weakref.ref(native), None, None))
+            return
+    except TypeError:  # (a backend whose arrays take no weak reference: no plan)
+        return
     inputs = state.inputs
     reads = tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs)
     if any(hit and data is not native and not backend.same_view(data, native) for hit, data in zip(reads, inputs)):
@@ -451,14 +461,14 @@ def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> N
             found.append(any(found[i] for i in entry[2]))
     if any(found[i] for i, entry in enumerate(entries[:-1]) if type(entry[0]) is not str):
         return  # (a call below the root reads it: its array, if held elsewhere, runs before the write)
-    try:
-        plan = (weakref.ref(native), [weakref.ref(data) for data in inputs], reads)
-    except TypeError:  # (a backend whose arrays take no weak reference: no plan)
-        return
+    _store_plan((graph, id(native)), (seen[0], [weakref.ref(data) for data in inputs], reads))
+
+
+def _store_plan(key: tuple[Graph, int], plan: tuple[Any, Any, Any]) -> None:
     with _PLANS_LOCK:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)), None)  # oldest first
-        _PLANS[(graph, id(native))] = plan
+        _PLANS[key] = plan
 
 
 def write_into(array: Any, backend: Any, native: Any, registered: bool, temporary: Any = None) -> bool:
@@ -469,13 +479,13 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
     (the in-place road records its root unregistered); ``temporary``: before_write's. A write
     planned before over the same natives skips both walks (``_PLANS``)."""
     pending = array._pending
+    holds = False
     if pending is not None:
         state = _GraphState()
         graph = state.graph(array, native.dtype)
-        key = (graph, id(native))
-        plan = _PLANS.get(key)
-        if plan is not None and _plan_holds(plan, native, state.inputs, backend) and \
-                len(_pending) == len(state.pendings) - (not registered):
+        plan = _PLANS.get((graph, id(native)))
+        holds = plan is not None and _plan_holds(plan, native, state.inputs, backend)
+        if holds and len(_pending) == len(state.pendings) - (not registered):
             _forget_written(backend, native)
             materialize(array, out=native, walked=(pending, state, graph))
             return True
@@ -483,7 +493,8 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
     if overlapping:
         return False
     if pending is not None:
-        _keep_plan(state, graph, native, backend)
+        if not holds:  # (a plan that holds, where other work is pending, stays as it is)
+            _keep_plan(state, graph, native, backend, plan)
         del state  # (before_write may run graphs: materialize walks again)
     before_write(backend, native, skip=array, known=known, temporary=temporary)
     materialize(array, out=native)
