@@ -90,10 +90,25 @@ def test_a_new_target_each_iteration_is_only_marked(xp, planned):
     for j in range(2, 12):
         y[:, j] = 0.5 * x[:, j] + 0.25 * y[:, j - 1] - 0.125 * y[:, j - 2]
     if _device(xp, y):
-        assert not any(plan[2] is not None and plan[0]() is not None and plan[0]().dtype == numpy.float64
-                       and plan[0]().shape == (16,) for plan in list(lazy._PLANS.values())), "only marks"
+        assert not any(plan[0]() is not None and plan[0]().dtype == numpy.float64 and plan[0]().shape == (16,)
+                       for plan in list(lazy._PLANS.values())), "only marks"
         assert planned == [], "no plan was found to hold or not"
     return y
+
+
+@differential()
+def test_a_sweep_of_new_targets_keeps_the_plans_of_others(xp, planned):
+    x, y, z = _arrays(xp, 8, 300)
+    for _ in range(2):
+        x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])  # (marked, then planned)
+    columns = [z[:, j] for j in range(300)]  # (more targets, all alive, than plans are kept)
+    for j in range(1, 300):
+        columns[j][...] = 0.5 * columns[j - 1] + 0.25
+    planned.clear()
+    x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])
+    if _device(xp, x):
+        assert planned == [True], "the sweep's marks evicted no plan"
+    return x, y, z
 
 
 @differential()
@@ -213,8 +228,9 @@ def test_plans_are_bounded_and_forget_dead_natives(device_backend):
         for n in range(lazy._PLANS_MAX + 20):
             x = npgpu.asarray(numpy.zeros(8 + n % 3))
             y = npgpu.asarray(numpy.ones(8 + n % 3))
-            x[1:] = y[1:] * float(n) + 1.0
-        assert len(lazy._PLANS) <= lazy._PLANS_MAX
+            for _ in range(2):  # (the first write marks, the second plans)
+                x[1:] = y[1:] * float(n) + 1.0
+        assert len(lazy._PLANS) <= lazy._PLANS_MAX and len(lazy._MARKS) <= lazy._PLANS_MAX
         destination = x[1:]._native
         plans = [plan for plan in list(lazy._PLANS.values()) if plan[0]() is destination]
         assert len(plans) == 1

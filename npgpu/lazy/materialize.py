@@ -411,18 +411,21 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
 #: pending arrays then reads the destination, so when every pending array registered is one of the
 #: graph's (the registry's count says so), no other graph needs to run first either (``write_into``).
 #: A plan is made at the second write of a graph into a target; the first keeps only a mark.
-_PLANS: dict[tuple[Graph, int], tuple[Any, Any, Any]] = {}  # (a first write keeps a mark: refs, reads None)
+_PLANS: dict[tuple[Graph, int], tuple[Any, list[Any], tuple[bool, ...]]] = {}
+#: First writes of a graph into a target, by the same key: a weak reference to the target (kept
+#: apart from the plans, so a sweep over hundreds of new views evicts no plan)
+_MARKS: dict[tuple[Graph, int], Any] = {}
 _PLANS_MAX = 256
 _PLANS_LOCK = threading.Lock()  # (orders the eviction, as _GRAPHS_LOCK does)
 
 
-def _plan_holds(plan: tuple[Any, Any, Any], native: Any, inputs: list[Any], backend: Any) -> bool:
+def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inputs: list[Any], backend: Any) -> bool:
     """Whether ``plan`` answers for a write into ``native`` of its graph over leaf natives ``inputs``
     (a leaf that is another native than the plan's, reading nothing of ``native`` where the plan's
     read nothing, replaces it: the next iteration finds it by identity)."""
-    refs, reads = plan[1], plan[2]
-    if plan[0]() is not native or reads is None:
+    if plan[0]() is not native:
         return False
+    refs, reads = plan[1], plan[2]
     if len(refs) != len(inputs):
         return False
     for i, data in enumerate(inputs):
@@ -433,18 +436,23 @@ def _plan_holds(plan: tuple[Any, Any, Any], native: Any, inputs: list[Any], back
     return True
 
 
-def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any, seen: Any) -> None:
+def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> None:
     """Keep the plan of a write of ``graph`` into ``native``, from ``state``'s walk alone (its leaves
     and the calls over them: one consistent look at arrays another thread may be computing), where
     no leaf overlaps ``native`` but as the very same view and no call below the root reads it. At
-    the first write of this graph into ``native`` (``seen``: what ``_PLANS`` holds for it) only a
-    mark is kept: a loop that writes a new view each iteration (deriche's and adi's columns) would
-    otherwise pay the plan's overlap tests again for a plan never used."""
-    try:
-        if seen is None or seen[0]() is not native:
-            _store_plan((graph, id(native)), (weakref.ref(native), None, None))
+    the first write of this graph into ``native`` only a mark is kept (``_MARKS``): a loop that
+    writes a new view each iteration (deriche's and adi's columns) would otherwise pay the plan's
+    overlap tests again for a plan never used."""
+    key = (graph, id(native))
+    mark = _MARKS.get(key)
+    if mark is None or mark() is not native:
+        try:
+            mark = weakref.ref(native)
+        except TypeError:  # (a backend whose arrays take no weak reference: no plan)
             return
-    except TypeError:  # (a backend whose arrays take no weak reference: no plan)
+        if len(_MARKS) >= _PLANS_MAX:
+            _MARKS.clear()  # (one step: marks are cheap to make again)
+        _MARKS[key] = mark
         return
     inputs = state.inputs
     reads = tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs)
@@ -461,10 +469,7 @@ def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any, seen
             found.append(any(found[i] for i in entry[2]))
     if any(found[i] for i, entry in enumerate(entries[:-1]) if type(entry[0]) is not str):
         return  # (a call below the root reads it: its array, if held elsewhere, runs before the write)
-    _store_plan((graph, id(native)), (seen[0], [weakref.ref(data) for data in inputs], reads))
-
-
-def _store_plan(key: tuple[Graph, int], plan: tuple[Any, Any, Any]) -> None:
+    plan = (mark, [weakref.ref(data) for data in inputs], reads)
     with _PLANS_LOCK:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)), None)  # oldest first
@@ -494,7 +499,7 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
         return False
     if pending is not None:
         if not holds:  # (a plan that holds, where other work is pending, stays as it is)
-            _keep_plan(state, graph, native, backend, plan)
+            _keep_plan(state, graph, native, backend)
         del state  # (before_write may run graphs: materialize walks again)
     before_write(backend, native, skip=array, known=known, temporary=temporary)
     materialize(array, out=native)
