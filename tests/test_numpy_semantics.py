@@ -693,9 +693,8 @@ RANGES = [
 
 @pytest.mark.parametrize("make", [m for _, m in RANGES], ids=[name for name, _ in RANGES])
 def test_ranges_are_numpys_to_the_last_digit(device_backend, make):
-    # (the harness compares floats within a tolerance; a grid off in the last place would show in
-    # a chaotic iteration such as mandelbrot2's. CuPy's own linspace, logspace and arange passed
-    # this on an H100, NumPy 2.5.2, CuPy 14.2.0)
+    # (the harness compares floats within a tolerance: CuPy's grids differed in the last place,
+    # which a chaotic iteration such as mandelbrot2's then makes visible)
     want = make(numpy)
     with npgpu.enable(device_backend, threshold=0):
         got = make(npgpu)

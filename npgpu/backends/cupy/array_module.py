@@ -104,6 +104,9 @@ _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("nanstd", "nanstd", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
     ("nanargmax", "nanargmax", ("a", "axis", "out", "keepdims")),
     ("nanargmin", "nanargmin", ("a", "axis", "out", "keepdims")), ("angle", "angle", ("z", "deg")),
+    ("linspace", "linspace", ("start", "stop", "num", "endpoint", "retstep", "dtype", "axis")),
+    ("logspace", "logspace", ("start", "stop", "num", "endpoint", "base", "dtype", "axis")),
+    ("arange", "arange", ("start", "stop", "step", "dtype")),
 )
 
 

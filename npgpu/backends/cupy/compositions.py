@@ -94,6 +94,7 @@ class Compositions:
     is_native: Any
     apply_ufunc: Any
     from_host: Any
+    to_host: Any
     run_fused: Any
     _eager_graph: Any
     _method_astype: Any
@@ -278,6 +279,34 @@ class Compositions:
             rows = self.xp.arange(N, dtype=numpy.int64)
             return self._method_astype(self.xp.greater_equal(rows[:, None], bounds[None, :]), numpy.dtype(dtype))
         return self.xp.tri(N, M, k, dtype)
+
+    # -- linspace, logspace and arange of non-integers: NumPy's digits -------------------------------
+    # CuPy computes each element as start + i * step in one kernel, which its compiler contracts into
+    # one rounding (FMA); NumPy rounds the product and then the sum (arange from the step its first
+    # two elements give). Values differed in the last place: mandelbrot2's grid, and every point
+    # iterated from it. NumPy computes these, and the device gets the array (as on OpenCL).
+    def linspace(self, start: Any, stop: Any, num: Any = 50, endpoint: Any = True, retstep: Any = False,
+                 dtype: Any = None, axis: Any = 0) -> Any:
+        """NumPy's linspace, computed by NumPy (device array bounds read back), put on the device."""
+        result = numpy.linspace(self._host_bound(start), self._host_bound(stop), num, endpoint=endpoint,
+                                retstep=retstep, dtype=dtype, axis=axis)
+        return (self.from_host(result[0]), result[1]) if retstep else self.from_host(result)
+
+    def logspace(self, start: Any, stop: Any, num: Any = 50, endpoint: Any = True, base: Any = 10.0,
+                 dtype: Any = None, axis: Any = 0) -> Any:
+        """NumPy's logspace (its linspace, then its power), computed by NumPy, put on the device."""
+        return self.from_host(numpy.logspace(self._host_bound(start), self._host_bound(stop), num, endpoint=endpoint,
+                                             base=self._host_bound(base), dtype=dtype, axis=axis))
+
+    def arange(self, *args: Any, dtype: Any = None, **named: Any) -> Any:
+        """NumPy's arange: of integers CuPy's (exact), of anything else computed by NumPy."""
+        if not named and args and all(type(a) is int or isinstance(a, numpy.integer) for a in args) and \
+                (dtype is None or numpy.dtype(dtype).kind in "iu"):
+            return self.xp.arange(*args, dtype=dtype)
+        return self.from_host(numpy.arange(*args, dtype=dtype, **named))
+
+    def _host_bound(self, value: Any) -> Any:
+        return self.to_host(value) if self.is_native(value) else value
 
     # -- pad(mode="wrap"): NumPy's wrap is periodic (strict multiples of the data since NumPy 1.25) ---------
     def pad(self, array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
