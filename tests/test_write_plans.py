@@ -1,13 +1,16 @@
-"""Write plans (npgpu/lazy/materialize.py, ``_PLANS``): a loop statement that writes an expression
-into device memory (``a[1:] -= expr``, ``b[1:-1] = expr``) reuses what its first iteration found
-about the graph and the destination, while the graph, its leaves' natives and the destination are
-the same objects and every pending array registered is the statement's own.
+"""Write plans (npgpu/lazy/materialize.py, ``_PLANS``) and the short road: a statement that writes
+an expression into device memory (``a[1:] -= expr``, ``b[1:-1] = expr``) runs its graph straight into
+the destination, without walking its arrays for overlap or the registry for other work, where one
+overlap test per leaf finds no leaf overlapping the destination but as the very same view, no call
+below the root reading it, and every pending array registered is the statement's own. A loop
+writing the same destination reuses that answer (a plan) while the graph, its leaves' natives and
+the destination are the same objects.
 
-Each hazard the unplanned road handles is run here through a write that was planned the iteration
-before, as NumPy and as npgpu on every backend: an array held across the write that reads the
-destination (this thread's and another's), a leaf that comes to overlap the destination, an inner
-array reading the destination, kept mask positions and scalar reads of the written memory, and a
-value another thread computes first.
+Each hazard the long road handles is run here through a write that was planned the iteration
+before, or that takes the short road unplanned, as NumPy and as npgpu on every backend: an array
+held across the write that reads the destination (this thread's and another's), a leaf that comes
+to overlap the destination, an inner array reading the destination, kept mask positions and scalar
+reads of the written memory, and a value another thread computes first.
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ def planned(monkeypatch):
 
     monkeypatch.setattr(lazy, "_plan_holds", counted)
     return hits
+
+
+@pytest.fixture
+def short(monkeypatch):
+    """Whether each write ran its graph on the short road (``materialize`` given the write's walk), in order."""
+    taken: list[bool] = []
+    real = lazy.materialize
+
+    def counted(array, out=None, walked=None):
+        if out is not None:
+            taken.append(walked is not None)
+        return real(array, out, walked)
+
+    monkeypatch.setattr(lazy, "materialize", counted)
+    return taken
 
 
 def _device(xp, *arrays) -> bool:
@@ -83,9 +101,10 @@ def test_a_copy_made_each_iteration_feeds_a_planned_write(xp, planned):
 
 
 @differential()
-def test_a_new_target_each_iteration_is_only_marked(xp, planned):
-    # deriche's and adi's column sweeps write a new view each iteration: a plan for each would cost
-    # its overlap tests and never be used; the first write of a graph into a target keeps a mark
+def test_a_new_target_each_iteration_takes_the_short_road_and_is_only_marked(xp, planned, short):
+    # deriche's and adi's column sweeps write a new view each iteration: no plan is ever found, and
+    # a plan for each would fill the table with plans never used; the first write of a graph into a
+    # target keeps a mark. Each write's leaves are other columns of the array it writes.
     x, y = _arrays(xp, 16, 12, n=2)
     for j in range(2, 12):
         y[:, j] = 0.5 * x[:, j] + 0.25 * y[:, j - 1] - 0.125 * y[:, j - 2]
@@ -93,7 +112,32 @@ def test_a_new_target_each_iteration_is_only_marked(xp, planned):
         assert not any(plan[0]() is not None and plan[0]().dtype == numpy.float64 and plan[0]().shape == (16,)
                        for plan in list(lazy._PLANS.values())), "only marks"
         assert planned == [], "no plan was found to hold or not"
+        assert short == [True] * 10, "every column write ran on the short road"
     return y
+
+
+@differential()
+def test_a_first_write_whose_leaves_overlap_the_destination_takes_the_long_road(xp, short):
+    x, y = _arrays(xp, 40, n=2)
+    x[1:] = 0.5 * x[:-1] + y[1:]  # (a leaf overlapping the destination, not as the same view)
+    y[2:] = y[:-2] * 0.25  # (the same graph, other natives)
+    z = x[5:] * 2.0  # (an inner array, held, reading the next write's destination)
+    x[5:] = z + 1.0
+    if _device(xp, x):
+        # (the first two compute their value apart and copy it in; the third runs into x after the
+        # long road's walks found nothing else to run first)
+        assert short == [False]
+    return x, y, z
+
+
+@differential()
+def test_a_first_write_beside_other_pending_work_takes_the_long_road(xp, short):
+    x, y = _arrays(xp, 40, n=2)
+    held = x[3:] + 1.0  # (pending, the program's: it reads what the write changes)
+    x[1:] = 0.5 * y[1:]
+    if _device(xp, x):
+        assert short == [False]
+    return x, held
 
 
 @differential()

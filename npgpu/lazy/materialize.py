@@ -395,22 +395,25 @@ def write_plan(array: Any, backend: Any, native: Any) -> tuple[bool, Known]:
     return overlapping, known
 
 
-#: Write plans. A loop statement that writes an expression into device memory (``a[1:] -= expr``,
-#: ``b[1:-1] = expr``) asked every time whether the expression's graph reads that memory
-#: (write_plan's walk) and which other pending graphs must run before it changes (before_write's
-#: walk of the registry): about half such a statement's CPU cost (15 of 31 us on this project's
-#: 2-core machine, kernel stubbed). Whether the graph reads the memory, and how, depends only on the
-#: graph and on whether each of its leaves' natives reads the destination native, which a loop
-#: hands again every iteration (a kept view is the same object each time; natives never change
-#: their memory or layout). So a graph found to read the destination only through its leaves, and
-#: only as the very same view or not at all, is kept here by (graph, id of the destination): a weak
-#: reference to the destination, and for each leaf in the walk's order a weak reference to its
-#: native and whether it reads the destination. While those are the same objects, the answer is
-#: the same; a leaf that is another native (cavity_flow's ``pn = p.copy()`` each iteration) keeps
-#: it where it read nothing and still reads nothing (one overlap test). None of the graph's own
-#: pending arrays then reads the destination, so when every pending array registered is one of the
-#: graph's (the registry's count says so), no other graph needs to run first either (``write_into``).
-#: A plan is made at the second write of a graph into a target; the first keeps only a mark.
+#: The short road and write plans. A statement that writes an expression into device memory
+#: (``a[1:] -= expr``, ``b[1:-1] = expr``) asked every time whether the expression's graph reads that
+#: memory (write_plan's walk of the graph's arrays) and which other pending graphs must run before it
+#: changes (before_write's walk of the registry), and materialize walked the graph again: about half
+#: such a statement's CPU cost (15 of 31 us on this project's 2-core machine, kernel stubbed).
+#: Whether the graph reads the memory, and how, follows from the write's own walk (its leaves'
+#: natives and the calls over them): one overlap test per leaf (``_leaf_reads``). Where no leaf
+#: overlaps the destination but as the very same view and no call below the root reads it, none of
+#: the graph's pending arrays reads the destination, so when every pending array registered is one
+#: of the graph's (the registry's count says so), no other graph needs to run first either: the
+#: graph runs into the destination from that walk (``write_into``'s short road: deriche's column
+#: sweeps, whose destination is a new view each iteration). A loop writing the same destination
+#: keeps that answer by (graph, id of the destination): a weak reference to the destination, and
+#: for each leaf in the walk's order a weak reference to its native and whether it reads the
+#: destination. While those are the same objects (a kept view is the same object each time;
+#: natives never change their memory or layout), the answer is the same, without the overlap
+#: tests; a leaf that is another native (cavity_flow's ``pn = p.copy()`` each iteration) keeps it
+#: where it read nothing and still reads nothing (one overlap test). A plan is made at the second
+#: write of a graph into a target; the first keeps only a mark.
 _PLANS: dict[tuple[Graph, int], tuple[Any, list[Any], tuple[bool, ...]]] = {}
 #: First writes of a graph into a target, by the same key: a weak reference to the target (kept
 #: apart from the plans, so a sweep over hundreds of new views evicts no plan)
@@ -436,13 +439,36 @@ def _plan_holds(plan: tuple[Any, list[Any], tuple[bool, ...]], native: Any, inpu
     return True
 
 
-def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> None:
-    """Keep the plan of a write of ``graph`` into ``native``, from ``state``'s walk alone (its leaves
-    and the calls over them: one consistent look at arrays another thread may be computing), where
-    no leaf overlaps ``native`` but as the very same view and no call below the root reads it. At
-    the first write of this graph into ``native`` only a mark is kept (``_MARKS``): a loop that
-    writes a new view each iteration (deriche's and adi's columns) would otherwise pay the plan's
-    overlap tests again for a plan never used."""
+def _leaf_reads(state: _GraphState, native: Any, backend: Any) -> tuple[bool, ...] | None:
+    """From ``state``'s walk alone (its leaves and the calls over them: one consistent look at
+    arrays another thread may be computing): for each leaf, whether it reads ``native``'s memory;
+    None where a leaf overlaps ``native`` other than as the very same view, or a call below the root
+    reads it (that call's array, if held elsewhere, must run before the write). One overlap test
+    per leaf: what ``write_plan``'s walk would find, without walking the graph's arrays."""
+    inputs = state.inputs
+    reads = tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs)
+    if any(hit and data is not native and not backend.same_view(data, native) for hit, data in zip(reads, inputs)):
+        return None
+    if any(reads):
+        entries = state.key[:-1]
+        found: list[bool] = []  # per signature entry: whether what it computes reads ``native``
+        leaf = 0
+        for entry in entries:
+            if type(entry[0]) is str:  # ("input", dtype) in the walk's order of inputs, or ("scalar", dtype)
+                found.append(entry[0] == "input" and reads[leaf])
+                leaf += entry[0] == "input"
+            else:  # (ufunc, loop, positions of its operands, errstate): the root is the last
+                found.append(any(found[i] for i in entry[2]))
+        if any(found[i] for i, entry in enumerate(entries[:-1]) if type(entry[0]) is not str):
+            return None
+    return reads
+
+
+def _keep_plan(state: _GraphState, graph: Graph, native: Any, reads: tuple[bool, ...]) -> None:
+    """Keep the plan of a write of ``graph`` into ``native`` whose leaves read it as ``reads``
+    (``_leaf_reads``'s answer). At the first write of this graph into ``native`` only a mark is kept
+    (``_MARKS``): a loop that writes a new view each iteration (deriche's and adi's columns) would
+    otherwise fill the table with plans never used."""
     key = (graph, id(native))
     mark = _MARKS.get(key)
     if mark is None or mark() is not native:
@@ -454,22 +480,7 @@ def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any) -> N
             _MARKS.clear()  # (one step: marks are cheap to make again)
         _MARKS[key] = mark
         return
-    inputs = state.inputs
-    reads = tuple(data is native or bool(backend.shares_memory(data, native)) for data in inputs)
-    if any(hit and data is not native and not backend.same_view(data, native) for hit, data in zip(reads, inputs)):
-        return
-    entries = state.key[:-1]
-    found: list[bool] = []  # per signature entry: whether what it computes reads ``native``
-    leaf = 0
-    for entry in entries:
-        if type(entry[0]) is str:  # ("input", dtype) in the walk's order of inputs, or ("scalar", dtype)
-            found.append(entry[0] == "input" and reads[leaf])
-            leaf += entry[0] == "input"
-        else:  # (ufunc, loop, positions of its operands, errstate): the root is the last
-            found.append(any(found[i] for i in entry[2]))
-    if any(found[i] for i, entry in enumerate(entries[:-1]) if type(entry[0]) is not str):
-        return  # (a call below the root reads it: its array, if held elsewhere, runs before the write)
-    plan = (mark, [weakref.ref(data) for data in inputs], reads)
+    plan = (mark, [weakref.ref(data) for data in state.inputs], reads)
     with _PLANS_LOCK:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.pop(next(iter(_PLANS)), None)  # oldest first
@@ -481,8 +492,9 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
     ``b[1:-1] = expr``), every other pending graph that reads ``native``'s memory run first; False,
     with nothing run, where the graph reads memory overlapping ``native`` other than as the very
     same view (the caller takes another road). ``registered``: whether ``array`` is in the registry
-    (the in-place road records its root unregistered); ``temporary``: before_write's. A write
-    planned before over the same natives skips both walks (``_PLANS``)."""
+    (the in-place road records its root unregistered); ``temporary``: before_write's. A write whose
+    graph is all the pending work and reads the destination at most as the very same view skips
+    both walks (the short road, planned or not: ``_PLANS``)."""
     pending = array._pending
     holds = False
     if pending is not None:
@@ -490,17 +502,20 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
         graph = state.graph(array, native.dtype)
         plan = _PLANS.get((graph, id(native)))
         holds = plan is not None and _plan_holds(plan, native, state.inputs, backend)
-        if holds and len(_pending) == len(state.pendings) - (not registered):
+        alone = len(_pending) == len(state.pendings) - (not registered)
+        reads = None
+        if not holds:  # (a plan that holds, where other work is pending, stays as it is)
+            reads = _leaf_reads(state, native, backend)
+            if reads is not None:
+                _keep_plan(state, graph, native, reads)
+        if alone and (holds or reads is not None):
             _forget_written(backend, native)
             materialize(array, out=native, walked=(pending, state, graph))
             return True
+        del state  # (before_write may run graphs: materialize walks again)
     overlapping, known = write_plan(array, backend, native)
     if overlapping:
         return False
-    if pending is not None:
-        if not holds:  # (a plan that holds, where other work is pending, stays as it is)
-            _keep_plan(state, graph, native, backend)
-        del state  # (before_write may run graphs: materialize walks again)
     before_write(backend, native, skip=array, known=known, temporary=temporary)
     materialize(array, out=native)
     return True
