@@ -252,6 +252,17 @@ class DeviceArray(NDArrayOperatorsMixin):
                     result = _core.record_unary(ufunc, self, frame, _core.loops)
                     if result is not None:
                         return result
+            elif len(inputs) == 2 and (inputs[0] is self or inputs[1] is self) and \
+                    _code_kind.get(id(frame.f_code)) == 2:
+                # np.add(x, y), and a NumPy scalar's operator (``c * x`` of a float64 c: NumPy's
+                # scalar calls the ufunc, which calls here)
+                reflected = inputs[0] is not self
+                other = inputs[0] if reflected else inputs[1]
+                state = _state.get() or _config._default
+                if type(other) in _RECORDED_OPERANDS and state.fusion and state.backend is not None:
+                    result = _core.record_binary(ufunc, self, other, reflected, frame, _core.loops)
+                    if result is not None:
+                        return result
             result = _direct_call(ufunc, inputs, frame)
             if result is not _LIBRARY:
                 return result
@@ -772,8 +783,12 @@ _PROXIES: dict[tuple[Any, ...], numpy.ndarray] = {}
 # Operands an operator can hand straight to the dispatcher: NumPy would pass exactly these to
 # __array_ufunc__, so skipping its override protocol (and the mixin) changes nothing but the
 # cost, about a microsecond of every recorded call. Anything else takes the mixin's path.
-_DIRECT_OPERANDS = frozenset({DeviceArray, int, float, complex, bool, numpy.float64, numpy.float32, numpy.int64,
-                              numpy.int32, numpy.bool_})
+#: NumPy scalars the recorder's short road takes as an operand (as themselves: NumPy's scalars are
+#: strong, NEP 50); deriche's and gemver's constants are NumPy float64s (``np.exp(-alpha)``)
+RECORDED_SCALARS = frozenset({numpy.float64, numpy.float32, numpy.int64, numpy.int32, numpy.bool_})
+_DIRECT_OPERANDS = frozenset({DeviceArray, int, float, complex, bool}) | RECORDED_SCALARS
+#: operand types of ``record_binary``: device arrays, Python floats and RECORDED_SCALARS
+_RECORDED_OPERANDS = frozenset({DeviceArray, float}) | RECORDED_SCALARS
 #: the values ``a[key] = value`` writes by a fill of the view (NumPy converts them: _dispatch.basic_setitem)
 _SCALAR_VALUES = (_DIRECT_OPERANDS - {DeviceArray}) | {numpy.complex128}
 
@@ -815,7 +830,7 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
         t = type(other)
         if t in _DIRECT_OPERANDS:
             frame = sys._getframe(1)
-            if (t is DeviceArray or t is float) and _code_kind.get(id(frame.f_code)) == 2:  # the commonest call
+            if t in _RECORDED_OPERANDS and _code_kind.get(id(frame.f_code)) == 2:  # the commonest call
                 state = _state.get() or _config._default
                 if state.fusion and state.backend is not None:
                     result = _core.record_binary(uf, self, other, reflected, frame, _core.loops)

@@ -871,7 +871,7 @@ static PyObject *r_refs;         /* _PendingArrays._refs: a set of _Ref */
 static PyObject *r_lazy_globals; /* lazy.py's globals: MAX_NODES is read per call (tests change it) */
 static PyObject *r_materialize;  /* lazy.materialize */
 static PyObject *r_zero, *r_one;
-static PyObject *s_max_nodes, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
+static PyObject *s_max_nodes, *s_recorded_scalars, *s_dtype, *s_shape, *s_nin, *s_type, *s_input, *s_scalar, *s_f_code, *s_f_lasti;
 
 enum { A_DATA, A_PENDING, A_BACKEND, A_BASE, A_READONLY, A_VIEWS, A_COUNT };
 enum { P_UFUNC, P_LOOP, P_OPERANDS, P_SHAPE, P_DTYPE, P_NODES, P_CONSUMERS, P_CODE, P_LASTI, P_ERRSTATE, P_COUNT };
@@ -968,6 +968,27 @@ max_nodes(void)
         return -1;
     }
     return PyLong_AsLong(value);
+}
+
+/* Whether y is a scalar record_binary takes: a Python float, or a NumPy scalar of the recorder's
+ * RECORDED_SCALARS (the Python twin's set, read per call as MAX_NODES is); -1 with an exception. */
+static int
+recorded_scalar(PyObject *y)
+{
+    if (Py_IS_TYPE(y, &PyFloat_Type)) {
+        return 1;
+    }
+    if (!PyArray_CheckAnyScalarExact(y)) {
+        return 0;
+    }
+    PyObject *types = PyDict_GetItemWithError(r_lazy_globals, s_recorded_scalars);
+    if (types == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "lazy.recorder.RECORDED_SCALARS is missing");
+        }
+        return -1;
+    }
+    return PySet_Contains(types, (PyObject *)Py_TYPE(y));
 }
 
 /* NumPy's errstate for a recording (npgpu/_fperr.py): the C recorder takes a call only where the
@@ -1231,14 +1252,19 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* (held: consume() runs Python code, and another thread may compute x or y meanwhile) */
     Py_XINCREF(xp);
     PyObject *result = NULL, *key = NULL, *xdtype = NULL, *xshape = NULL, *ydtype = NULL, *operand = NULL;
-    int scalar = Py_IS_TYPE(y, &PyFloat_Type);
-    xdtype = source_attr(xs, xp, P_DTYPE);
+    int scalar = recorded_scalar(y);
+    int python_float = Py_IS_TYPE(y, &PyFloat_Type);
+    xdtype = scalar < 0 ? NULL : source_attr(xs, xp, P_DTYPE);
     if (xdtype == NULL) {
         goto done;
     }
     if (scalar) {
-        key = reflected ? PyTuple_Pack(4, ufunc, backend, (PyObject *)&PyFloat_Type, xdtype)
-                        : PyTuple_Pack(4, ufunc, backend, xdtype, (PyObject *)&PyFloat_Type);
+        /* (the dispatcher's key: a Python float by its type, a NumPy scalar by its dtype) */
+        ydtype = python_float ? Py_NewRef((PyObject *)&PyFloat_Type) : (PyObject *)PyArray_DescrFromScalar(y);
+        if (ydtype == NULL) {
+            goto done;
+        }
+        key = reflected ? PyTuple_Pack(4, ufunc, backend, ydtype, xdtype) : PyTuple_Pack(4, ufunc, backend, xdtype, ydtype);
     }
     else {
         if (!Py_IS_TYPE(y, r_array) || SLOT(y, off_array[A_BACKEND]) != backend) {
@@ -1312,11 +1338,18 @@ record_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     if (scalar) {
-        PyObject *dt = PySequence_GetItem(loop, reflected ? 0 : 1);
-        PyObject *type = dt == NULL ? NULL : PyObject_GetAttr(dt, s_type);
-        Py_XDECREF(dt);
-        PyObject *value = type == NULL ? NULL : PyObject_CallOneArg(type, y);
-        Py_XDECREF(type);
+        /* a Python float is weak: it enters as the loop's dtype (NEP 50); a NumPy scalar as itself */
+        PyObject *value;
+        if (python_float) {
+            PyObject *dt = PySequence_GetItem(loop, reflected ? 0 : 1);
+            PyObject *type = dt == NULL ? NULL : PyObject_GetAttr(dt, s_type);
+            Py_XDECREF(dt);
+            value = type == NULL ? NULL : PyObject_CallOneArg(type, y);
+            Py_XDECREF(type);
+        }
+        else {
+            value = Py_NewRef(y);
+        }
         operand = value == NULL ? NULL : r_scalar_arg->tp_alloc(r_scalar_arg, 0);
         if (operand == NULL) {
             Py_XDECREF(value);
@@ -2104,9 +2137,10 @@ fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     }
     switch (self->kind) {
     case M_BINARY:
-        /* x <op> y with y a device array or a float */
-        if (nargs == 2 && (Py_IS_TYPE(args[1], r_array) || Py_IS_TYPE(args[1], &PyFloat_Type)) &&
-            PyObject_TypeCheck(args[0], r_array) && (frame = user_frame(&err)) != NULL) {
+        /* x <op> y with y a device array, a float or a NumPy scalar record_binary takes */
+        if (nargs == 2 && PyObject_TypeCheck(args[0], r_array) &&  /* (err: as below, for M_ARRAY_UFUNC) */
+            (Py_IS_TYPE(args[1], r_array) || (err = recorded_scalar(args[1])) > 0) &&
+            (frame = user_frame(&err)) != NULL) {
             PyObject *call[6] = {self->ufunc, args[0], args[1], self->reflected ? Py_True : Py_False, frame, NULL};
             result = short_road(s_record_binary, m_native_binary, call, 6, record_binary);
         }
@@ -2123,6 +2157,19 @@ fast_method_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
             PyUnicode_Compare(args[2], s_call) == 0 && (frame = user_frame(&err)) != NULL) {
             PyObject *call[4] = {args[1], args[0], frame, NULL};
             result = short_road(s_record_unary, m_native_unary, call, 4, record_unary);
+        }
+        /* (self, ufunc, "__call__", a, b), self one of a and b: np.add(x, y), and a NumPy scalar's
+         * operator (``c * x`` of a float64 c: NumPy's scalar calls the ufunc, which calls here) */
+        else if (nargs == 5 && Py_IS_TYPE(args[0], r_array) && (args[3] == args[0] || args[4] == args[0]) &&
+                 PyUnicode_Check(args[2]) && PyUnicode_Compare(args[2], s_call) == 0) {
+            int reflected = args[3] != args[0];
+            PyObject *other = reflected ? args[3] : args[4];
+            /* (err: recorded_scalar's -1 on error; user_frame sets it anew) */
+            if ((Py_IS_TYPE(other, r_array) || (err = recorded_scalar(other)) > 0) &&
+                (frame = user_frame(&err)) != NULL) {
+                PyObject *call[6] = {args[1], args[0], other, reflected ? Py_True : Py_False, frame, NULL};
+                result = short_road(s_record_binary, m_native_binary, call, 6, record_binary);
+            }
         }
         break;
     }
@@ -2279,6 +2326,7 @@ PyInit__speedups(void)
     INTERN(s_charge_read, "charge_read");
     INTERN(s_charge_write, "charge_write");
     INTERN(s_max_nodes, "MAX_NODES");
+    INTERN(s_recorded_scalars, "RECORDED_SCALARS");
     INTERN(s_dtype, "dtype");
     INTERN(s_shape, "shape");
     INTERN(s_nin, "nin");

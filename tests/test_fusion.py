@@ -110,6 +110,45 @@ def test_operator_chains_taking_the_short_recording_path_match_numpy(fusing, dty
     assert any(taken)
 
 
+@pytest.mark.parametrize("scalar", [numpy.float64, numpy.float32, numpy.int64, numpy.int32, numpy.bool_])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+def test_numpy_scalar_operands_taking_the_short_recording_path_match_numpy(fusing, dtype, scalar, monkeypatch):
+    # NumPy's scalars are strong (NEP 50): float32 array * float64 scalar is float64, int32 array +
+    # int64 scalar int64. Operators either way round and ufunc calls take the short road once the
+    # dispatcher has seen their loop (the second round below), NumPy's scalar on the left included
+    # (its operator calls the ufunc, which reaches the device array's __array_ufunc__).
+    from npgpu import _hooks
+
+    taken = []
+    short = _hooks.core.record_binary
+
+    def counted(*args):
+        result = short(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_hooks.core, "record_binary", counted)
+    rng = numpy.random.default_rng(11)
+    host = (rng.random(301) * 9 + 1).astype(dtype)
+    k = scalar(3)
+
+    def chain(x):
+        mixed = (k + x) * k ^ x if x.dtype == bool and type(k) is numpy.bool_ else (k + x) * k - x  # (no bool -)
+        return [k * x, x * k, numpy.add(k, x), numpy.multiply(x, k), mixed, x == k]
+
+    with numpy.errstate(all="ignore"):
+        want = chain(host)
+        for _ in range(2):
+            a = npgpu.asarray(host)
+            got = chain(a)
+            for g, w in zip(got, want):
+                assert type(g) is npgpu.DeviceArray
+                g = npgpu.asnumpy(g)
+                assert g.dtype == w.dtype
+                numpy.testing.assert_array_equal(g, w)
+    assert taken.count(True) >= 7, taken
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "bool"])
 def test_integer_chains_match_numpy_exactly(fusing, dtype):
     rng = numpy.random.default_rng(3)

@@ -267,6 +267,9 @@ def test_pure_python_switch():
 EXPRESSIONS = {
     "e8": lambda xp, a, b, c: ((a * b + c) * a - b) / (c + 1.5) + xp.sqrt(xp.abs(a)) * 0.5 - xp.exp(-b),
     "reflected floats": lambda xp, a, b, c: 2.0 * a - b / 3.0 + (1.5 - c),
+    "numpy scalars": lambda xp, a, b, c: (numpy.float64(0.5) * a + b * numpy.float32(2.0) - numpy.int64(3) * c
+                                          + xp.add(numpy.float64(1.0), a) + xp.multiply(a.astype(xp.float32),
+                                                                                      numpy.float32(1.5))),
     "same operand twice": lambda xp, a, b, c: a * a + a,
     "python int": lambda xp, a, b, c: (a + 1) * 2,
     "unary chain": lambda xp, a, b, c: -xp.sqrt(xp.abs(-(a - b))),

@@ -11,7 +11,7 @@ from typing import Any
 import numpy
 
 from .. import _fperr, _native, _report
-from .._array import DeviceArray
+from .._array import RECORDED_SCALARS, DeviceArray
 from ..kernels import ufuncs as _table
 from .materialize import materialize
 from .registry import Pending, ScalarArg, _forget, _get_ident, _Ref, _refs
@@ -112,18 +112,21 @@ def _new_pending(pending: Pending, backend: Any, register: bool = True) -> Any:
 def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: Any, loops: dict[Any, Any]) -> Any:
     """``record`` for the commonest call, in one function: ``ufunc(x, y)`` (``ufunc(y, x)`` when
     ``reflected``) with ``x`` a device array and ``y`` a device array of the same shape and
-    backend or a Python float, its loop already resolved and fusible (in ``loops``, the
-    dispatcher's cache). None when any of that isn't so: the general path then decides."""
+    backend, a Python float or a NumPy scalar of RECORDED_SCALARS, its loop already resolved and
+    fusible (in ``loops``, the dispatcher's cache). None when any of that isn't so: the general
+    path then decides."""
     errstate = _fperr.current()
     if errstate.immediate:
         return None  # (record materializes such a call at once)
     backend = x._backend
     xp = x._pending
     xs = xp or x._device_data  # (a Pending is always true)
-    scalar = type(y) is float
+    ty = type(y)
+    scalar = ty is float or ty in RECORDED_SCALARS
     if scalar:
         yp = None
-        key = (ufunc, backend, float, xs.dtype) if reflected else (ufunc, backend, xs.dtype, float)
+        yk = float if ty is float else y.dtype  # (the dispatcher's key: a NumPy scalar by its dtype)
+        key = (ufunc, backend, yk, xs.dtype) if reflected else (ufunc, backend, xs.dtype, yk)
     else:
         if type(y) is not DeviceArray or y._backend is not backend:
             return None
@@ -147,8 +150,8 @@ def record_binary(ufunc: numpy.ufunc, x: Any, y: Any, reflected: bool, frame: An
             nodes -= xp.nodes
         else:
             xp.consumers = 1
-    if scalar:
-        y = ScalarArg(loop[0 if reflected else 1].type(y))  # weak: it enters as the loop's dtype (NEP 50)
+    if scalar:  # a Python float is weak: it enters as the loop's dtype (NEP 50); a NumPy scalar as itself
+        y = ScalarArg(loop[0 if reflected else 1].type(y) if ty is float else y)
     elif yp is not None and y is not x:
         if yp.consumers:
             materialize(y)
