@@ -331,7 +331,7 @@ def _mask_getitem(array: DeviceArray, mask: DeviceArray, backend: Any, frame: An
     return wrap(result, backend, _GETITEM, True, [array])
 
 
-#: Views an array keeps (``_view``); past this many, it forgets them all (``a[i]`` over every row)
+#: Views an array keeps (``_view``); past this many, it forgets the oldest (``a[i]`` over every row)
 _VIEWS_MAX = 16
 #: Slices are hashable from Python 3.12; before, a key's slices are spelled as tuples for the dict
 _HASHABLE_SLICES = sys.version_info >= (3, 12)
@@ -352,7 +352,10 @@ def _view(array: DeviceArray, native: Any, key: Any, backend: Any) -> Any:
     if found is None:
         found = backend.basic_view(native, key)
         if len(kept) >= _VIEWS_MAX:
-            kept.clear()
+            try:  # (the oldest: a column sweep's next statement reads the last few again)
+                del kept[next(iter(kept))]
+            except (RuntimeError, StopIteration, KeyError):  # (another thread changed it meanwhile)
+                kept.clear()
         kept[spelled] = found
     return found
 

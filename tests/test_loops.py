@@ -320,6 +320,23 @@ def test_basic_views_are_numpys(device_backend, key):
             assert not view.flags.writeable
 
 
+def test_a_sweep_makes_each_column_view_once(device_backend, monkeypatch):
+    """An array that keeps more views than it may forgets the oldest, not all: a column sweep's
+    statement reads the last two columns it wrote (deriche's ``y[:, j - 1]``, ``y[:, j - 2]``)."""
+    backend = npgpu.backends.get_backend(device_backend)
+    made = []
+    basic_view = backend.basic_view
+    monkeypatch.setattr(backend, "basic_view", lambda native, key: made.append(key) or basic_view(native, key))
+    host = numpy.arange(300.0).reshape(6, 50)
+    with npgpu.enable(device_backend, threshold=0):
+        y = npgpu.asarray(host)
+        for j in range(2, 50):
+            y[:, j] = 0.5 * y[:, j - 1] - 0.25 * y[:, j - 2]
+            host[:, j] = 0.5 * host[:, j - 1] - 0.25 * host[:, j - 2]
+        numpy.testing.assert_array_equal(numpy.asarray(y), host)
+    assert len(made) == 50, "each column's view made once"
+
+
 @pytest.mark.parametrize("hashable", [False, True])
 def test_views_kept_on_an_array_are_numpys(device_backend, hashable, monkeypatch):
     """A loop body's views are made once and kept on their array (``_dispatch._view``): the same

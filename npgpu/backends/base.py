@@ -41,9 +41,13 @@ def elements_overlap(offset_a: int, shape_a: tuple[int, ...], strides_a: tuple[i
     ``y[:, j]`` and ``y[:, j - 1]`` interleave, but write and read no common element, and a kernel
     can compute the one from the other in place, as NumPy does. Exact where NumPy's solver answers
     within ``_OVERLAP_WORK`` (at once for views of equal strides); True where it can't say."""
-    # Unit dimensions select nothing: dropped, two one-dimensional views are solved here
-    dims_a = [(n, s) for n, s in zip(shape_a, strides_a, strict=True) if n != 1]
-    dims_b = [(n, s) for n, s in zip(shape_b, strides_b, strict=True) if n != 1]
+    # Unit dimensions select nothing: dropped, two one-dimensional views are solved here (a loop's
+    # columns: 1-D already, taken without building the lists)
+    if len(shape_a) == 1 and len(shape_b) == 1:
+        dims_a, dims_b = ((shape_a[0], strides_a[0]),), ((shape_b[0], strides_b[0]),)
+    else:
+        dims_a = tuple((n, s) for n, s in zip(shape_a, strides_a, strict=True) if n != 1)
+        dims_b = tuple((n, s) for n, s in zip(shape_b, strides_b, strict=True) if n != 1)
     if len(dims_a) == 1 and len(dims_b) == 1 and dims_a[0][1] == dims_b[0][1] and itemsize_a == itemsize_b:
         (n, stride), (m, _) = dims_a[0], dims_b[0]
         if abs(stride) >= itemsize_a:  # (elements of one view don't overlap each other)
@@ -51,7 +55,8 @@ def elements_overlap(offset_a: int, shape_a: tuple[int, ...], strides_a: tuple[i
             # d / stride rounded down or up
             d = offset_b - offset_a
             q = d // stride
-            return any(abs(c * stride - d) < itemsize_a and -(m - 1) <= c <= n - 1 for c in (q, q + 1))
+            return ((abs(q * stride - d) < itemsize_a and -(m - 1) <= q <= n - 1)
+                    or (abs((q + 1) * stride - d) < itemsize_a and -(m - 1) <= q + 1 <= n - 1))
     stand_ins = _stand_ins((offset_a, shape_a, strides_a, itemsize_a), (offset_b, shape_b, strides_b, itemsize_b))
     try:
         return bool(numpy.shares_memory(*stand_ins, max_work=_OVERLAP_WORK))
