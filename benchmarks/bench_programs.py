@@ -337,6 +337,7 @@ STATEMENTS = {
     "sum": "float(y.sum())",
     "column_write": "x[1:, 0] = y[0, 1:]",
     "column_recursion": "x[:, 5] = 0.3 * y[:, 5] + 0.5 * x[:, 4] - 0.2 * x[:, 3]",
+    "column_sweep": "j = _ % 196 + 2; x[:, j] = a1 * y[:, j] + a2 * y[:, j - 1] + b1 * x[:, j - 1] + b2 * x[:, j - 2]",
     "matvec": "y[:, 3] @ y[:, 4:]",
     "mask_select": "y[y > 0.5]",
     "mask_reused": "x[m], y[m]",
@@ -352,7 +353,8 @@ class TimeStatementCost(BackendBenchmark):
     iteration: its leaves are new arrays every time), an expression broadcasting a row into a
     whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a column computed from the
-    two before it in the same array (deriche's filters: one kernel into the column), a matrix-vector product
+    two before it in the same array (deriche's filters: one kernel into the column), the same into the
+    next column each time with NumPy float64 constants (deriche's sweep itself), a matrix-vector product
     of column views (correlation's), a mask's selection (mandelbrot2's), two arrays selected by
     one mask made before the loop (mandelbrot2's ``Xi[I], Yi[I]``) and a map-reduce over a tuple
     of axes with small host weights, written into a row (resnet's pixel). What a loop of such
@@ -375,6 +377,7 @@ class TimeStatementCost(BackendBenchmark):
         self.scope["m"] = self.scope["y"] > 0.5
         self.scope["b"] = self.xp.asarray(random_array(200, seed=11))
         self.scope["w3"] = random_array(4_800, seed=12).reshape(3, 200, 8)  # (a host array, as resnet's weights)
+        self.scope.update(zip(("a1", "a2", "b1", "b2"), map(numpy.float64, (0.3, 0.2, 0.5, -0.2))))
         self.code = compile(f"for _ in range({self.repeats}):\n    {STATEMENTS[statement]}\n", "statement", "exec")
         self.track_cpu_per_statement(backend, statement)  # compiles the kernels outside the measurement
 
