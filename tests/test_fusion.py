@@ -23,6 +23,23 @@ def fusing(request):
         yield request.param
 
 
+@pytest.fixture
+def taken(monkeypatch):
+    """Whether each call of the recorder's short road (``record_binary``) recorded, in order."""
+    from npgpu import _hooks
+
+    calls: list[bool] = []
+    short = _hooks.core.record_binary
+
+    def counted(*args):
+        result = short(*args)
+        calls.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_hooks.core, "record_binary", counted)
+    return calls
+
+
 def _kernels() -> float:
     return npgpu.report().kernels.get("kernels_launched", 0)
 
@@ -82,20 +99,9 @@ def _operator_chain(a, b):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
-def test_operator_chains_taking_the_short_recording_path_match_numpy(fusing, dtype, monkeypatch):
+def test_operator_chains_taking_the_short_recording_path_match_numpy(fusing, dtype, taken):
     # Operators on same-shape device arrays and Python floats are recorded by one short function
     # once the dispatcher has seen their loop; the second round below takes it, so it is checked.
-    from npgpu import _hooks
-
-    taken = []
-    short = _hooks.core.record_binary
-
-    def counted(*args):
-        result = short(*args)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(_hooks.core, "record_binary", counted)
     rng = numpy.random.default_rng(5)
     host = [(rng.random(257) * 9 + 1).astype(dtype) for _ in range(2)]
     with numpy.errstate(all="ignore"):
@@ -112,22 +118,11 @@ def test_operator_chains_taking_the_short_recording_path_match_numpy(fusing, dty
 
 @pytest.mark.parametrize("scalar", [numpy.float64, numpy.float32, numpy.int64, numpy.int32, numpy.bool_])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
-def test_numpy_scalar_operands_taking_the_short_recording_path_match_numpy(fusing, dtype, scalar, monkeypatch):
+def test_numpy_scalar_operands_taking_the_short_recording_path_match_numpy(fusing, dtype, scalar, taken):
     # NumPy's scalars are strong (NEP 50): float32 array * float64 scalar is float64, int32 array +
     # int64 scalar int64. Operators either way round and ufunc calls take the short road once the
     # dispatcher has seen their loop (the second round below), NumPy's scalar on the left included
     # (its operator calls the ufunc, which reaches the device array's __array_ufunc__).
-    from npgpu import _hooks
-
-    taken = []
-    short = _hooks.core.record_binary
-
-    def counted(*args):
-        result = short(*args)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(_hooks.core, "record_binary", counted)
     rng = numpy.random.default_rng(11)
     host = (rng.random(301) * 9 + 1).astype(dtype)
     k = scalar(3)
