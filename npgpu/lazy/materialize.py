@@ -464,11 +464,12 @@ def _leaf_reads(state: _GraphState, native: Any, backend: Any) -> tuple[bool, ..
     return reads
 
 
-def _keep_plan(state: _GraphState, graph: Graph, native: Any, reads: tuple[bool, ...]) -> None:
+def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any,
+               reads: tuple[bool, ...] | None = None) -> None:
     """Keep the plan of a write of ``graph`` into ``native`` whose leaves read it as ``reads``
-    (``_leaf_reads``'s answer). At the first write of this graph into ``native`` only a mark is kept
-    (``_MARKS``): a loop that writes a new view each iteration (deriche's and adi's columns) would
-    otherwise fill the table with plans never used."""
+    (``_leaf_reads``'s answer, found here where not given). At the first write of this graph into
+    ``native`` only a mark is kept (``_MARKS``): a loop that writes a new view each iteration
+    (deriche's and adi's columns) would otherwise fill the table with plans never used."""
     key = (graph, id(native))
     mark = _MARKS.get(key)
     if mark is None or mark() is not native:
@@ -479,6 +480,8 @@ def _keep_plan(state: _GraphState, graph: Graph, native: Any, reads: tuple[bool,
         if len(_MARKS) >= _PLANS_MAX:
             _MARKS.clear()  # (one step: marks are cheap to make again)
         _MARKS[key] = mark
+        return
+    if reads is None and (reads := _leaf_reads(state, native, backend)) is None:
         return
     plan = (mark, [weakref.ref(data) for data in state.inputs], reads)
     with _PLANS_LOCK:
@@ -504,10 +507,14 @@ def write_into(array: Any, backend: Any, native: Any, registered: bool, temporar
         holds = plan is not None and _plan_holds(plan, native, state.inputs, backend)
         alone = len(_pending) == len(state.pendings) - (not registered)
         reads = None
-        if not holds:  # (a plan that holds, where other work is pending, stays as it is)
+        if not holds and alone:
             reads = _leaf_reads(state, native, backend)
             if reads is not None:
-                _keep_plan(state, graph, native, reads)
+                _keep_plan(state, graph, native, backend, reads)
+        elif not holds:
+            # (other work pending: the long road's walk tests the leaves; _keep_plan tests them
+            # again only where it makes a plan, at a second write)
+            _keep_plan(state, graph, native, backend)
         if alone and (holds or reads is not None):
             _forget_written(backend, native)
             materialize(array, out=native, walked=(pending, state, graph))
