@@ -506,30 +506,37 @@ def _holds_device_arrays(key: Any) -> bool:
     return type(key) is _DEVICE_ARRAY or (type(key) is tuple and any(type(k) is _DEVICE_ARRAY for k in key))
 
 
-class _Window:
+class _WindowState:
     """The charges of every tracked array since the window opened (a loop's work is often spread
     over several arrays: adi's four, lu's one). Threads add to it without a lock: a lost add only
-    blurs an estimate; judging it, and moving, take ``_lock``."""
+    blurs an estimate; judging it, and moving, take ``_lock``. One instance, ``_Window``, with
+    slots: every index charge reads and writes it, and a store to a class attribute invalidated
+    the class's lookup caches at each charge."""
 
-    opened = time.perf_counter()
-    excess = 0.0
-    events = 0
-    numpy_s = 0.0  # (NumPy's estimated time for the work charged: views, reads, writes, kernels)
-    stride = 1  # (calm windows: one index charge in ``stride`` is taken, on average; CALM)
-    skip = 0  # (index charges still to pass before the next one taken)
-    weight = 1  # (how many charges the next one taken stands for)
-    runs = 0  # (position in _RUNS)
+    __slots__ = ("opened", "excess", "events", "numpy_s", "stride", "skip", "weight", "runs")
 
-    @classmethod
-    def clear(cls) -> None:
+    def __init__(self) -> None:
+        self.opened = time.perf_counter()
+        self.excess = 0.0
+        self.events = 0
+        self.numpy_s = 0.0  # (NumPy's estimated time for the work charged: views, reads, writes, kernels)
+        self.stride = 1  # (calm windows: one index charge in ``stride`` is taken, on average; CALM)
+        self.skip = 0  # (index charges still to pass before the next one taken)
+        self.weight = 1  # (how many charges the next one taken stands for)
+        self.runs = 0  # (position in _RUNS)
+
+    def clear(self) -> None:
         """Close the window: the next charge opens one."""
-        cls.excess, cls.events, cls.numpy_s = 0.0, 0, 0.0
+        self.excess, self.events, self.numpy_s = 0.0, 0, 0.0
 
-    @classmethod
-    def reset(cls) -> None:
+    def reset(self) -> None:
         """Close the window and take every charge again."""
-        cls.clear()
-        cls.stride, cls.skip, cls.weight = 1, 0, 1
+        self.clear()
+        self.stride, self.skip, self.weight = 1, 0, 1
+
+
+#: the open window (judged, cleared and sampled in place)
+_Window = _WindowState()
 
 
 def charge_moves(devices: list[Any], nbytes: int) -> None:
