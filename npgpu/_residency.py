@@ -334,8 +334,8 @@ def _root(array: Any) -> Any:
     return array if base is None else base
 
 
-def _user_ledger(array: Any, frame: Any) -> tuple[Any, Ledger] | None:
-    """(root, ledger) of the array that indexing of ``array`` from ``frame`` reads or writes; None
+def _user_ledger(array: Any, frame: Any) -> Ledger | None:
+    """The ledger of the array that indexing of ``array`` from ``frame`` reads or writes; None
     where ``frame`` is not user code (only there does a charge judge, and maybe move arrays; never
     inside npgpu, where a call may hold device memory) or the root can have no ledger."""
     code = frame.f_code
@@ -345,11 +345,7 @@ def _user_ledger(array: Any, frame: Any) -> tuple[Any, Ledger] | None:
     base = array._base
     root = array if base is None else base
     ledger = tracked.get(id(root))
-    if ledger is None:
-        ledger = _ledger_of(root)
-        if ledger is None:
-            return None
-    return root, ledger
+    return _ledger_of(root) if ledger is None else ledger
 
 
 def _ledger_of(root: Any) -> Ledger | None:
@@ -428,16 +424,15 @@ def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None,
     if window.skip:  # (a calm window's sampling: this charge is stood for by the next one taken)
         window.skip -= 1
         return
-    found = _user_ledger(array, sys._getframe(2) if frame is None else frame)
-    if found is None:
+    ledger = _user_ledger(array, sys._getframe(2) if frame is None else frame)
+    if ledger is None:
         return
-    root, ledger = found
     if type(result) is _DEVICE_ARRAY:
         if result._pending is None and type(key) is not _DEVICE_ARRAY:  # (a view: the common case)
             nbytes = result._device_data.nbytes
             if result._base is None:
                 _inherit(result, ledger)
-            _charge(root, ledger, ledger.fixed_s + nbytes * ledger.per_byte_s,
+            _charge(ledger, ledger.fixed_s + nbytes * ledger.per_byte_s,
                     ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
             return
         nbytes = result.nbytes
@@ -451,12 +446,12 @@ def charge_read(array: Any, key: Any, result: Any, seconds: float | None = None,
             excess = ledger.costs.upload_s
         if result._base is None and result._pending is None:
             _inherit(result, ledger)
-        _charge(root, ledger, excess + ledger.fixed_s + nbytes * ledger.per_byte_s,
+        _charge(ledger, excess + ledger.fixed_s + nbytes * ledger.per_byte_s,
                 ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
     else:  # an element read back: a round trip, or what it took where a copy read ahead served it
         costs = ledger.costs
         took = costs.upload_s if seconds is None or not _scalar_reads.take_served() else seconds
-        _charge(root, ledger, took - costs.host_call_s, costs.host_call_s)
+        _charge(ledger, took - costs.host_call_s, costs.host_call_s)
 
 
 def _inherit(copy: Any, ledger: Ledger) -> None:
@@ -477,18 +472,18 @@ def charge_write(array: Any, key: Any, value: Any, frame: Any = None) -> None:
     if window.skip:  # (a calm window's sampling)
         window.skip -= 1
         return
-    found = _user_ledger(array, sys._getframe(2) if frame is None else frame)
-    if found is None:
+    ledger = _user_ledger(array, sys._getframe(2) if frame is None else frame)
+    if ledger is None:
         return
-    root, ledger = found
     if type(value) is _DEVICE_ARRAY:
+        root = _root(array)
         nbytes = value.nbytes
         if _root(value) is not root and not any(_root(r) is root for r, _ in _ledgers_read_by([value])):
             # Device data computed from other arrays (correlation's products of ``data``, written
             # into ``corr``): were the written array NumPy's, this write would download the value
             # and wait for the work computing it. Moving the array saves nothing: not charged
             # (its source's charges decide whether that moves; once it has, its values are host data)
-            _charge(root, ledger, 0.0, ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
+            _charge(ledger, 0.0, ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
             return
     elif _holds_device_arrays(key):
         return  # (the stand-in would download the index to size the write: not charged)
@@ -498,7 +493,7 @@ def charge_write(array: Any, key: Any, value: Any, frame: Any = None) -> None:
         except (IndexError, TypeError, ValueError):  # (a key only the device path takes: not charged)
             return
     # (host index arrays and values the write uploads are charged by the dispatcher: charge_moves)
-    _charge(root, ledger, ledger.fixed_s + nbytes * ledger.per_byte_s,
+    _charge(ledger, ledger.fixed_s + nbytes * ledger.per_byte_s,
             ledger.numpy_fixed_s + nbytes * ledger.numpy_per_byte_s)
 
 
@@ -628,7 +623,7 @@ def _add(ledger: Ledger | None, excess: float, numpy_s: float = 0.0) -> None:
     window.numpy_s += numpy_s
 
 
-def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
+def _charge(ledger: Ledger, excess: float, numpy_s: float) -> None:
     """Charge ``ledger`` ``excess`` for work NumPy would do in ``numpy_s``; judge the window once it
     holds WINDOW_EVENTS charges and MIN_WINDOW_S of wall time."""
     window = _Window
@@ -640,8 +635,8 @@ def _charge(root: Any, ledger: Ledger, excess: float, numpy_s: float) -> None:
         window.weight = max(1, round(window.stride * _RUNS[runs]))
         window.skip = window.weight - 1
     _add(ledger, excess, numpy_s)
-    window.events += 1
-    if window.events < WINDOW_EVENTS:
+    window.events = events = window.events + 1
+    if events < WINDOW_EVENTS:
         return
     took = time.perf_counter() - window.opened
     if took < MIN_WINDOW_S:
