@@ -477,7 +477,8 @@ def charge_write(array: Any, key: Any, value: Any, frame: Any = None) -> None:
         return
     if type(value) is _DEVICE_ARRAY:
         root = _root(array)
-        nbytes = value.nbytes
+        data = value._device_data  # (computed: its native's bytes, without the properties' walk)
+        nbytes = value.nbytes if data is None else data.nbytes
         if _root(value) is not root and not any(_root(r) is root for r, _ in _ledgers_read_by([value])):
             # Device data computed from other arrays (correlation's products of ``data``, written
             # into ``corr``): were the written array NumPy's, this write would download the value
