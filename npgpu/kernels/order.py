@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy
+
+from . import ir
 
 #: NumPy's default buffer size (numpy.getbufsize()), which chunks buffered reductions
 BUFFER = 8192
@@ -100,6 +103,24 @@ def contiguous_order(shape: tuple[int, ...], strides: tuple[int, ...], axes: tup
     result = sum_order(shape, tuple(fake), axes, 1)
     assert result is not None  # (a contiguous array always merges)
     return result
+
+
+def fused_sum_order(graph: ir.Graph, inputs: list[Any], shape: tuple[int, ...],
+                    axes: tuple[int, ...]) -> SumOrder:
+    """NumPy's order of additions for a reduction of ``graph`` (one output) over its ``inputs``
+    (device arrays with ``shape``, ``strides`` and ``itemsize``) broadcast to ``shape``: of the
+    array itself where the graph only reads (and casts) one array of the reduced shape, else of
+    the contiguous temporary NumPy would have made, laid out like the first input of that shape."""
+    full = [a for a in inputs if tuple(a.shape) == shape]
+    layout = tuple(full[0].strides) if full else tuple(range(len(shape), 0, -1))
+    node = graph.outputs[0]
+    if isinstance(node, ir.Cast):
+        node = node.operand
+    if isinstance(node, ir.Input) and full and inputs[node.index] is full[0]:
+        plan = sum_order(shape, layout, axes, full[0].itemsize)
+        if plan is not None:
+            return plan
+    return contiguous_order(shape, layout, axes)
 
 
 def pairwise_shape(dtype: numpy.dtype) -> tuple[int, int, int]:

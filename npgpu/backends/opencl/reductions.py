@@ -70,37 +70,12 @@ def _np_ufunc_reduce_dtype(ufunc: numpy.ufunc, dt: numpy.dtype, dtype: Any) -> n
 def _reduce_arguments(graph: ir.Graph, inputs: list[CLArray], scalars: list[Any], acc_dtype: numpy.dtype, init: Any,
                       it: Any, counts: list[int], oshape: tuple[int, ...], ishape: tuple[int, ...],
                       ostrides: list[tuple[int, ...]], istrides: list[tuple[int, ...]]) -> list[Any]:
-    """The arguments map_reduce and pairwise_reduce kernels share, up to their outputs: each input's
-    buffer and offset, the graph's scalars, the initial value, ``counts`` (the kernel's own), the
-    outer and inner extents, each input's outer and inner strides."""
-    args: list[Any] = []
-    for a in inputs:
-        args += [a.data, it(a.offset)]
-    for value, dt in zip(scalars, graph.scalars, strict=True):
-        args.append(_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value)))
-    args.append(_scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init)))
-    args += [it(c) for c in counts]
-    args += [it(d) for d in oshape] + [it(d) for d in ishape]
-    for so, si in zip(ostrides, istrides, strict=True):
-        args += [it(s) for s in so] + [it(s) for s in si]
-    return args
-
-
-def _sum_order(graph: ir.Graph, inputs: list[CLArray], shape: tuple[int, ...],
-               axes: tuple[int, ...]) -> _order.SumOrder:
-    """NumPy's order of additions for this reduction: of the array itself where the graph only reads
-    (and casts) one array of the reduced shape, else of the contiguous temporary NumPy would have
-    made, laid out like the first input of that shape (kernels/order.py)."""
-    full = [a for a in inputs if a.shape == shape]
-    layout = full[0].strides if full else tuple(range(len(shape), 0, -1))
-    node = graph.outputs[0]
-    if isinstance(node, ir.Cast):
-        node = node.operand
-    if isinstance(node, ir.Input) and full and inputs[node.index] is full[0]:
-        plan = _order.sum_order(shape, layout, axes, full[0].itemsize)
-        if plan is not None:
-            return plan
-    return _order.contiguous_order(shape, layout, axes)
+    """codegen.reduce_arguments for this backend's buffers and scalars (a bool as a byte)."""
+    values = [_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value))
+              for value, dt in zip(scalars, graph.scalars, strict=True)]
+    first = _scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init))
+    return codegen.reduce_arguments([(a.data, a.offset) for a in inputs], values, first, counts, oshape, ishape,
+                                    ostrides, istrides, it)
 
 
 class Reductions(Backend):
@@ -148,7 +123,7 @@ class Reductions(Backend):
         ordered = numpy_order and op in ("add", "multiply") and acc_dtype.kind in "fc"
         chunk = 1
         if ordered:  # NumPy's order of additions (kernels/order.py): its bits
-            plan = _sum_order(graph, inputs, shape, axes)
+            plan = _order.fused_sum_order(graph, inputs, shape, axes)
             chunk = plan.chunk if op == "add" else 1
             axes = plan.axes + tuple(d for d in axes if shape[d] == 1)
         oshape, ostrides = _collapse(out_shape, [tuple(st[d] for d in kept) for st in strides])
