@@ -442,6 +442,77 @@ def test_reductions_over_a_tuple_of_axes_take_the_short_road(device_backend, fun
     assert roads and all(roads)
 
 
+def _small_fused_reductions():
+    """(name, host operands, the expression over them, its reduction): resnet's per-pixel sums and
+    other small reductions of a recorded expression whose innermost axis is kept, in float64 and
+    float32 (NumPy folds each output's values in order there), a product, an integer sum and a
+    reversed view."""
+    rng = numpy.random.default_rng(21)
+    x, w = rng.standard_normal((8, 6, 6, 16)), rng.standard_normal((3, 3, 16, 12))
+    a, b = rng.standard_normal((50, 40)), rng.standard_normal((50, 40))
+    near_one = 1.0 + rng.standard_normal((30, 20)) / 50
+    ints = rng.integers(-1000, 1000, (40, 30))
+
+    def pixel(np, x, w):
+        return np.sum(x[:, 1:4, 2:5, :, None] * w[None], axis=(1, 2, 3))
+
+    return [
+        ("pixel float64", (x, w), pixel),
+        ("pixel float32", (x.astype(numpy.float32), w.astype(numpy.float32)), pixel),
+        ("columns", (a, b), lambda np, a, b: np.sum(a * b + 0.5, axis=0)),
+        ("product", (near_one, near_one[::-1]), lambda np, p, q: np.prod(p * q, axis=0)),
+        ("integers", (ints, ints), lambda np, i, j: np.sum(i * j - 7, axis=0)),
+        ("reversed", (a, b), lambda np, a, b: np.sum(a[::-1, ::2] - b[:, ::2], axis=0)),
+    ]
+
+
+@pytest.mark.parametrize("case", _small_fused_reductions(), ids=lambda case: case[0])
+def test_small_fused_sums_are_numpys_bits(device_backend, case):
+    """A small reduction of a recorded expression whose innermost axis is kept folds each output's
+    values in NumPy's order on every device backend (OpenCL's map-reduce kernels; on CuPy the same
+    generated kernel, where CuPy's reduction added in its own order): NumPy's bits, dtype and shape."""
+    _, hosts, expression = case
+    want = expression(numpy, *hosts)
+    with npgpu.enable(device_backend, threshold=0):
+        got = expression(npgpu, *(npgpu.asarray(h) for h in hosts))
+        assert type(got) is npgpu.DeviceArray
+        got = numpy.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    numpy.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+def test_small_fused_sums_run_npgpus_kernel_on_cupy():
+    """On CuPy a small fused reduction runs the code generator's map-reduce kernel
+    (CupyBackend._small_map_reduce); a sum NumPy adds pairwise (its innermost axis reduced) and a
+    large one stay CuPy's reduction."""
+    pytest.importorskip("cupy")
+    from npgpu.backends.cupy import backend as cupy_backend
+
+    rng = numpy.random.default_rng(5)
+    x, w = rng.standard_normal((8, 6, 6, 16)), rng.standard_normal((3, 3, 16, 12))
+    taken = []
+    original = cupy_backend.CupyBackend._small_map_reduce
+
+    def spy(self, *args):
+        result = original(self, *args)
+        taken.append(result is not None)
+        return result
+
+    cupy_backend.CupyBackend._small_map_reduce = spy
+    try:
+        with npgpu.enable("cupy", threshold=0):
+            dx, dw = npgpu.asarray(x), npgpu.asarray(w)
+            numpy.asarray(npgpu.sum(dx[:, 1:4, 2:5, :, None] * dw[None], axis=(1, 2, 3)))
+            numpy.asarray(npgpu.sum(dx * 2.0, axis=3))  # (pairwise in NumPy: CuPy's reduction)
+            big = npgpu.asarray(rng.standard_normal((2, 5000)))
+            numpy.asarray(npgpu.sum(big * 2.0, axis=0))  # (5000 outputs of 2 values: small)
+            numpy.asarray(npgpu.sum(big.T * 2.0, axis=0))  # (5000 values an output: too long for one thread)
+    finally:
+        cupy_backend.CupyBackend._small_map_reduce = original
+    assert taken == [True, False, True, False]
+
+
 def test_bad_tuples_of_axes_raise_numpys_errors(device_backend):
     """A repeated axis, one out of range or one that is no integer: NumPy's exception types, on a
     recorded product and on a computed array, and the array is unchanged."""

@@ -582,20 +582,28 @@ class ReduceLayout:
     ordered: bool = False  # the reduced values in the flat order given, one plain fold (NumPy's, kernels/order.py)
 
 
-def reduce_arguments(operands: list[tuple[Any, int]], scalars: list[Any], init: Any, counts: list[int],
-                     oshape: tuple[int, ...], ishape: tuple[int, ...], ostrides: list[Sequence[int]],
-                     istrides: list[Sequence[int]], it: Callable[[int], Any]) -> list[Any]:
+def reduce_arguments(operands: list[tuple[Any, int]], scalars: list[Any], init: Any, geometry: list[Any],
+                     it: Callable[[int], Any]) -> list[Any]:
     """The arguments map_reduce and pairwise_reduce kernels take, up to their outputs: each input's
     (buffer, byte offset) of ``operands``, the graph's ``scalars`` and the initial value ``init``
-    (as the launcher passes them), ``counts`` (the kernel's own: m, k, parts for map_reduce), the
-    outer and inner extents, each input's outer and inner byte strides; integers made by ``it``
+    (as the launcher passes them), then ``geometry`` (``reduce_geometry``); offsets made by ``it``
     (the kernel's index type)."""
     args: list[Any] = []
     for buffer, offset in operands:
         args += [buffer, it(offset)]
     args += scalars
     args.append(init)
-    args += [it(c) for c in counts] + [it(d) for d in oshape] + [it(d) for d in ishape]
+    args += geometry
+    return args
+
+
+def reduce_geometry(counts: list[int], oshape: tuple[int, ...], ishape: tuple[int, ...], ostrides: list[Sequence[int]],
+                    istrides: list[Sequence[int]], it: Callable[[int], Any]) -> list[Any]:
+    """The integer arguments of a map_reduce or pairwise_reduce kernel after its initial value:
+    ``counts`` (the kernel's own: m, k, parts for map_reduce), the outer and inner extents, each
+    input's outer and inner byte strides, made by ``it`` (the kernel's index type). The same for
+    every launch over arrays of the same layouts: a launcher may keep them."""
+    args = [it(c) for c in counts] + [it(d) for d in oshape] + [it(d) for d in ishape]
     for outer, inner in zip(ostrides, istrides, strict=True):
         args += [it(s) for s in outer] + [it(s) for s in inner]
     return args

@@ -19,6 +19,7 @@ import numpy
 
 from ... import _errors, _fperr
 from ...kernels import codegen, ir, ufuncs
+from ...kernels import order as _order
 from ...kernels import ufuncs as _table
 from .. import random_kernels
 from .array_module import ArrayModuleBackend, _clip_bounds_without_nan, _weak
@@ -54,6 +55,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         self._kernels: dict[Any, Any] = {}
         #: (extents, each operand's strides) -> the strided kernel's packed geometry argument
         self._geometries: dict[tuple[Any, ...], Any] = {}
+        self._small_reductions: dict[tuple[Any, ...], Any] = {}  # (_small_map_reduce's plans, or False)
         # (an index outside its axis raises the one flag every index array of a key shares)
         self._outside_kernel = cupy.ElementwiseKernel(
             "T x, int64 n", "raw int32 flag", "if ((long long)x >= n || (long long)x < -n) flag[0] = 1;",
@@ -489,6 +491,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             if reduce_check:
                 self._reduction_errors(mapped, result)
             return result
+        small = self._small_map_reduce(graph, inputs, scalars, shape, op, axes, errors, reduce_check)
+        if small is not None:
+            return small
 
         def build() -> Any:
             preamble, call, spec = self._fused_function(graph, reduce_check)
@@ -503,6 +508,87 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if reduce_check and errors is not None:
             errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
         return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
+
+
+    def _small_map_reduce(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
+                          axes: tuple[int, ...], errors: Any, reduce_check: int) -> Any:
+        """A small fused reduction (resnet's per-pixel ``sum(x[:, i:i + k, j:j + k, :, None] * w,
+        axis=(1, 2, 3))``: 256 sums of 288 products) as the code generator's map-reduce kernel
+        (codegen.map_reduce, the OpenCL backend's), one thread per output, launched as a RawKernel.
+        Float sums and products fold in NumPy's order (kernels/order.py) and give its bits, where
+        CuPy's ReductionKernel adds in its own order. On the H100 (thirty-first session) resnet's
+        pixel statement took the same time either way, 140-152 us against 139-190. A float sum
+        NumPy adds pairwise (its innermost axis reduced) is left to CuPy's reduction, as are
+        reductions of more than SMALL_REDUCE_LENGTH values an output or SMALL_REDUCE_VALUES in all
+        (one thread's fold would be long), and complex ones. None where this kernel does not run.
+        What depends only on the layouts (the order, the kernel, its integer arguments) is kept by
+        them."""
+        key = (ir.canonical(graph), op, reduce_check, shape, axes, *((x.shape, x.strides) for x in inputs))
+        plan = self._small_reductions.get(key)
+        if plan is None:
+            if len(self._small_reductions) >= _GEOMETRIES_MAX:
+                self._small_reductions.clear()
+            plan = self._small_reductions[key] = self._plan_small_reduce(graph, inputs, shape, op, axes, reduce_check)
+        if plan is False:
+            return None
+        kernel, out_shape, blocks, it, geometry = plan
+        acc_dtype = graph.out_dtypes[0]
+        out = self.xp.ndarray(out_shape, acc_dtype)
+        args = codegen.reduce_arguments(
+            [(x, 0) for x in inputs],  # (each pointer is its view's first element)
+            [numpy.uint8(bool(v)) if dt.kind == "b" else dt.type(v) for v, dt in zip(scalars, graph.scalars,
+                                                                                    strict=True)],
+            acc_dtype.type(_table.reduction_identity(op, acc_dtype)), geometry, it)
+        args += [out, it(0)]
+        if graph.error_nodes or reduce_check:
+            if errors is None:
+                errors = _fperr.call_launch(graph if graph.error_nodes else None, _fperr.current(),
+                                            ("reduce",) if reduce_check else ())
+            buffer, base = _fperr.reserve(self, errors)
+            args += [numpy.uint64(buffer.data.ptr), it(base)]
+        kernel((blocks,), (_SMALL_REDUCE_BLOCK,), tuple(args))
+        return out
+
+    def _plan_small_reduce(self, graph: Any, inputs: list[Any], shape: tuple[int, ...], op: str,
+                           axes: tuple[int, ...], reduce_check: int) -> Any:
+        """(kernel, result shape, blocks, index type, integer arguments) of _small_map_reduce for
+        inputs of these layouts, or False where it does not run."""
+        acc_dtype = graph.out_dtypes[0]
+        kept = [d for d in range(len(shape)) if d not in axes]
+        out_shape = tuple(shape[d] for d in kept)
+        m = math.prod(out_shape)
+        k = math.prod([shape[d] for d in axes])
+        if (not m or not k or k > SMALL_REDUCE_LENGTH or m * k > SMALL_REDUCE_VALUES
+                or any(dt.kind not in "biuf" for dt in (*graph.dtypes(), acc_dtype))):
+            return False
+        ordered = acc_dtype.kind == "f"
+        if ordered:
+            order = _order.fused_sum_order(graph, inputs, shape, axes)
+            if op == "add" and order.chunk > 1:
+                return False
+            axes = order.axes + tuple(d for d in axes if shape[d] == 1)
+        ndim = len(shape)
+        strides = []
+        span = 0
+        for x in inputs:  # (byte strides along ``shape``: 0 where an input is broadcast)
+            lead = ndim - x.ndim
+            st = [0] * lead + [0 if n == 1 and d != 1 else s for n, s, d in zip(x.shape, x.strides, shape[lead:],
+                                                                                strict=True)]
+            strides.append(st)
+            span = max(span, sum((n - 1) * abs(s) for n, s in zip(shape, st, strict=True)) + x.itemsize)
+        big = max(m * k, span) >= 2**31 - 1
+        layout = codegen.ReduceLayout(len(out_shape), len(axes), index64=big, ordered=ordered)
+        kernel = self._kernel(("map_reduce", ir.canonical(graph), op, layout, reduce_check), lambda: self._compile(
+            *_source_and_name(codegen.map_reduce(graph, op, acc_dtype, layout, "cuda", reduce_check=reduce_check))))
+        it = numpy.int64 if big else numpy.int32
+        geometry = codegen.reduce_geometry([m, k, 1], out_shape, tuple(shape[d] for d in axes),
+                                           [[st[d] for d in kept] for st in strides],
+                                           [[st[d] for d in axes] for st in strides], it)
+        return kernel, out_shape, (m + _SMALL_REDUCE_BLOCK - 1) // _SMALL_REDUCE_BLOCK, it, geometry
+
+
+def _source_and_name(source: Any) -> tuple[str, str]:
+    return source.source, source.name
 
 
 class _FlagBuffer:
@@ -541,6 +627,11 @@ _CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
 #: bytes of a whole-array fused reduction's map from which it runs as an elementwise kernel and
 #: CuPy's own reduction (CupyBackend.reduce_fused), up to the temporary's largest size
 _SPLIT_REDUCE, _SPLIT_REDUCE_MAX = 1 << 16, 1 << 30
+#: The largest fused reduction npgpu's own map-reduce kernel runs on CuPy (CupyBackend._small_map_reduce):
+#: values an output (one thread folds them) and values in all; threads a block
+SMALL_REDUCE_LENGTH = 1024
+SMALL_REDUCE_VALUES = 1 << 20
+_SMALL_REDUCE_BLOCK = 128
 #: Packed geometries a CuPy backend keeps (a loop's statements repeat a few; cleared when full)
 _GEOMETRIES_MAX = 1024
 #: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where

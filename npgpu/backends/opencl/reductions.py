@@ -74,8 +74,8 @@ def _reduce_arguments(graph: ir.Graph, inputs: list[CLArray], scalars: list[Any]
     values = [_scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value))
               for value, dt in zip(scalars, graph.scalars, strict=True)]
     first = _scalar_value(init, acc_dtype) if acc_dtype.kind != "b" else numpy.uint8(bool(init))
-    return codegen.reduce_arguments([(a.data, a.offset) for a in inputs], values, first, counts, oshape, ishape,
-                                    ostrides, istrides, it)
+    return codegen.reduce_arguments([(a.data, a.offset) for a in inputs], values, first,
+                                    codegen.reduce_geometry(counts, oshape, ishape, ostrides, istrides, it), it)
 
 
 class Reductions(Backend):
