@@ -509,7 +509,6 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             errors.global_reduce = True  # (CuPy's reduction keeps no per-thread state: see _fused_function)
         return kernel(*operands, *scalars, *self._error_arguments(graph, errors, reduce_check), axis=axes)
 
-
     def _small_map_reduce(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                           axes: tuple[int, ...], errors: Any, reduce_check: int) -> Any:
         """A small fused reduction (resnet's per-pixel ``sum(x[:, i:i + k, j:j + k, :, None] * w,
@@ -578,17 +577,13 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             span = max(span, sum((n - 1) * abs(s) for n, s in zip(shape, st, strict=True)) + x.itemsize)
         big = max(m * k, span) >= 2**31 - 1
         layout = codegen.ReduceLayout(len(out_shape), len(axes), index64=big, ordered=ordered)
-        kernel = self._kernel(("map_reduce", ir.canonical(graph), op, layout, reduce_check), lambda: self._compile(
-            *_source_and_name(codegen.map_reduce(graph, op, acc_dtype, layout, "cuda", reduce_check=reduce_check))))
+        kernel = self._kernel(("map_reduce", ir.canonical(graph), op, layout, reduce_check),
+                              lambda: self._map_reduce_kernel(graph, op, layout, reduce_check))
         it = numpy.int64 if big else numpy.int32
         geometry = codegen.reduce_geometry([m, k, 1], out_shape, tuple(shape[d] for d in axes),
                                            [[st[d] for d in kept] for st in strides],
                                            [[st[d] for d in axes] for st in strides], it)
         return kernel, out_shape, (m + _SMALL_REDUCE_BLOCK - 1) // _SMALL_REDUCE_BLOCK, it, geometry
-
-
-def _source_and_name(source: Any) -> tuple[str, str]:
-    return source.source, source.name
 
 
 class _FlagBuffer:

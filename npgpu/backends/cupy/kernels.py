@@ -254,6 +254,11 @@ class Kernels:
         source = codegen.elementwise(graph, codegen.Layout(ndim, False, packed=True), "cuda", name="npg_fused_strided")
         return self._compile(source.source, source.name)
 
+    def _map_reduce_kernel(self, graph: Any, op: str, layout: Any, reduce_check: int) -> Any:
+        """The code generator's map-reduce kernel (the OpenCL backend's) in CUDA (_small_map_reduce)."""
+        source = codegen.map_reduce(graph, op, graph.out_dtypes[0], layout, "cuda", reduce_check=reduce_check)
+        return self._compile(source.source, source.name)
+
     def _contiguous_kernel(self, graph: Any) -> tuple[Any, int]:
         """A RawKernel over contiguous operands of one size: thread t of block b handles elements
         b*BLOCK*unroll + t + k*BLOCK (k < unroll), all loads first, so accesses stay coalesced.
