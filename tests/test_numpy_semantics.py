@@ -129,6 +129,25 @@ def test_float_to_integer_casts_wrap_as_numpy(xp, dtype):
         return xp.asarray(values).astype(dtype), xp.asarray(values.astype("float32")).astype(dtype)
 
 
+_UNSIGNED_CASTS = {
+    # (values where NumPy's contiguous and strided loops agree: into uint32, NaN and values outside
+    # int32's negative range or uint32's range differ between them)
+    "uint32": [-2.5, -1.0, -2147483000.5, 4294967040.0, 3e9, 0.5, 7.0, -7.75],
+    "uint64": [-2.5, numpy.nan, numpy.inf, -numpy.inf, 2.0**64, 2.0**63, 1.5e19, -1e19, 1e20, 3.0],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(_UNSIGNED_CASTS))
+@differential()
+def test_float_to_unsigned_casts_wrap_as_numpy(xp, dtype):
+    # wrong answers on OpenCL (PoCL gave 4294967295 for -2.5 into uint32, NumPy 4294967294: x86-64
+    # converts through int64) and CUDA (saturating conversions)
+    values = numpy.array(_UNSIGNED_CASTS[dtype])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return xp.asarray(values).astype(dtype), xp.asarray(values.astype("float32")).astype(dtype)
+
+
 # -- assignment and indexing ------------------------------------------------------------------
 
 @differential()

@@ -742,9 +742,11 @@ def identity_literal(op: str, dtype: numpy.dtype) -> str | None:
 # C leaves a float -> integer conversion undefined when the value doesn't fit (devices saturate:
 # CUDA, and PoCL for narrow types); NumPy on x86-64 converts through the processor's truncating
 # instruction, whose out-of-range and NaN result is the most negative int32 (or int64), and
-# converts to 8- and 16-bit types through int32, wrapping: 130.0 -> int8 is -126. Generated casts
-# spell that rule out, where the host's NumPy follows it (probed once).
-_FLOAT_TO_INT_VIA = {"i1": "i4", "i2": "i4", "u1": "i4", "u2": "i4", "i4": "i4", "i8": "i8"}
+# converts to 8- and 16-bit types through int32, wrapping: 130.0 -> int8 is -126; to uint32 through
+# int64 (-2.5 -> 4294967294, where devices give 0 or 4294967295); to uint64 through int64 below
+# 2**63, and from 2**63 up by converting x - 2**63 and setting the top bit. Generated casts spell
+# that rule out, where the host's NumPy follows it (probed once).
+_FLOAT_TO_INT_VIA = {"i1": "i4", "i2": "i4", "u1": "i4", "u2": "i4", "i4": "i4", "i8": "i8", "u4": "i8", "u8": "i8"}
 _LIMITS = {"i4": ("2147483648.0", "(-2147483647 - 1)"), "i8": ("9223372036854775808.0", "(-9223372036854775807L - 1)")}
 _x86_casts: list[bool] = []
 
@@ -757,7 +759,9 @@ def numpy_casts_like_x86() -> bool:
             probe = numpy.array([130.0, 1e10, numpy.nan, -3e9])
             narrow = probe.astype(numpy.int8).tolist() == [-126, 0, 0, 0]
             wide = probe.astype(numpy.int32).tolist() == [130, -(2**31), -(2**31), -(2**31)]
-        _x86_casts.append(narrow and wide)
+            unsigned = numpy.array([-2.5, numpy.nan, 2.0**63, 1e20]).astype(numpy.uint64).tolist() == \
+                [2**64 - 2, 2**63, 2**63, 0] and numpy.array([-2.5]).astype(numpy.uint32).tolist() == [2**32 - 2]
+        _x86_casts.append(narrow and wide and unsigned)
     return _x86_casts[0]
 
 
@@ -797,7 +801,12 @@ def cast(expression: str, source: numpy.dtype, target: numpy.dtype, dialect: str
         smallest = "(-9223372036854775807LL - 1)"
     vt = CTYPES[via]
     fits = f"({expression} >= -{limit} && {expression} < {limit})"
-    return f"(({ct})({fits} ? ({vt}){expression} : ({vt}){smallest}))"
+    converted = f"(({ct})({fits} ? ({vt}){expression} : ({vt}){smallest}))"
+    if target.str[1:] != "u8":
+        return converted
+    high = f"({expression} - {limit})"  # (from 2**63 up: at least 0, so only its top needs a test)
+    top = f"((({ct})({high} < {limit} ? ({vt}){high} : ({vt}){smallest})) ^ (({ct})1 << 63))"
+    return f"({expression} >= {limit} ? {top} : {converted})"
 
 
 def typedefs(dialect: str, complex_values: bool = False, half: bool = False, fp64: bool = False) -> str:
