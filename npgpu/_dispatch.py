@@ -12,7 +12,19 @@ from typing import Any
 
 import numpy
 
-from . import _callsite, _config, _masks, _operands, _ops, _placement, _report, _residency, _scalar_reads, _transfer
+from . import (
+    _callsite,
+    _config,
+    _fperr,
+    _masks,
+    _operands,
+    _ops,
+    _placement,
+    _report,
+    _residency,
+    _scalar_reads,
+    _transfer,
+)
 from ._array import _SCALAR_VALUES, MOVED, DeviceArray, ResidentArray, _host_of, tracked
 from ._errors import FALLBACK_FAULTS, DeviceMemoryError
 from ._fallback import fallback, place_result, run_on_host
@@ -30,6 +42,7 @@ from ._transfer import (
 )
 from .backends.base import overlap_stand_ins
 from .kernels import ir as _ir
+from .kernels.ufuncs import cast_error_categories as _cast_errors
 from .kernels.ufuncs import is_supported_dtype as _kernel_dtype
 from .lazy import materialize as _lazy
 from .lazy import recorder as _recorder
@@ -408,11 +421,16 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     if value._pending is None:
         data = value._device_data
         if data is not view and not backend.same_view(view, data):
-            if value.dtype == view.dtype and backend.supports_fusion and _kernel_dtype(view.dtype):
+            if backend.supports_fusion and _stored_by_kernel(value.dtype, view.dtype):
                 return _copy_basic(view, value, backend, frame)
             _check_broadcast(value.shape, view.shape)
             return _indexed_setitem(array, key, value, backend, frame)  # (a copy into the view)
     elif not (temporary and value.dtype == view.dtype and value.shape == view.shape and state.fusion):
+        if value.dtype != view.dtype and backend.supports_fusion and _stored_by_kernel(value.dtype, view.dtype):
+            # (NumPy's temporary in its own dtype, then the assignment's cast, whose overflow NumPy
+            # names "cast": an expression's kernel storing narrower would name its last ufunc)
+            value._native  # noqa: B018
+            return _copy_basic(view, value, backend, frame)
         return _indexed_setitem(array, key, value, backend, frame)
     elif not _lazy.write_into(value, backend, view, registered=True):
         return _indexed_setitem(array, key, value, backend, frame)
@@ -441,22 +459,56 @@ def _raise_broadcast_error(value_shape: tuple[int, ...], shape: tuple[int, ...])
     raise AssertionError(f"NumPy wrote shape {value_shape} into {shape}")  # (the caller checked it can't)
 
 
+def _stored_by_kernel(src: numpy.dtype, dst: numpy.dtype) -> bool:
+    """Whether a write of ``src`` values into memory of dtype ``dst`` is the code generator's
+    store: both dtypes its kernels take (bool, integers, float32, float64; complex and float16
+    take the general path). Its casts are NumPy's, the conversions of the host's C (300.0 into int8
+    is 44, where CuPy's own copy saturates to 127), and a narrowing float store reports overflow as
+    NumPy's "overflow encountered in cast"."""
+    return _kernel_dtype(src) and _kernel_dtype(dst)
+
+
+#: (source dtype, destination dtype, error categories checked) -> the graph of that store
+_STORES: dict[tuple[numpy.dtype, numpy.dtype, int], Any] = {}
+
+
+def _store_graph(src: numpy.dtype, dst: numpy.dtype, check: int) -> Any:
+    """The graph copying ``src`` values into ``dst`` memory, its cast checked for ``check``."""
+    key = (src, dst, check)
+    graph = _STORES.get(key)
+    if graph is None:
+        builder = _ir.GraphBuilder()
+        graph = builder.build([builder.input(src)], [dst], store_check=check)
+        if len(_STORES) < 256:
+            _STORES[key] = graph
+    return graph
+
+
 def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
-    """``array[basic key] = value`` for a computed device value of the view's dtype (correlation's
-    ``corr[i, i + 1:M] = row``): one copy kernel of the code generator into the view, without the
-    general write's checks of index arrays and bounds (a basic key has none). A value whose shape
-    NumPy would not broadcast into the view raises NumPy's error. A value sharing memory with the
-    view is copied first, as NumPy reads all of it before it writes (``a[1:] = a[:-1]``)."""
+    """``array[basic key] = value`` for a computed device value (correlation's ``corr[i, i + 1:M] =
+    row``; resnet's float64 pixel sums written into its float32 output): one kernel of the code
+    generator into the view, casting as NumPy's assignment does (``_stored_by_kernel``), without
+    the general write's checks of index arrays and bounds (a basic key has none). A value whose
+    shape NumPy would not broadcast into the view raises NumPy's error. A value sharing memory
+    with the view is copied first, as NumPy reads all of it before it writes (``a[1:] = a[:-1]``)."""
     source = value._device_data
     _check_broadcast(source.shape, view.shape)
     extra = source.ndim - view.ndim
     if extra > 0:  # (NumPy drops leading unit dimensions of the value)
         source = backend.basic_view(source, (0,) * extra)
-    graph = _ir.cast_graph(view.dtype, view.dtype)
+    src, dst = source.dtype, view.dtype
+    errstate = _fperr.current() if src != dst else None
+    check = errstate.check & _cast_errors(src, dst) if errstate is not None else 0
+    graph = _store_graph(src, dst, check)
     _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     if backend.shares_memory(view, source):
-        source = backend.run_fused(graph, [source], [], source.shape)
-    backend.run_fused(graph, [source], [], view.shape, out=view)
+        source = backend.run_fused(_store_graph(src, src, 0), [source], [], source.shape)
+    if check:
+        launch = _fperr.call_launch(graph, errstate)
+        backend.run_fused(graph, [source], [], view.shape, out=view, errors=launch)
+        _fperr.launched(backend, launch)
+    else:
+        backend.run_fused(graph, [source], [], view.shape, out=view)
     _report.count(_SETITEM, "device", frame)
     return None
 

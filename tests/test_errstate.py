@@ -281,6 +281,29 @@ def test_narrowing_store_names_the_ufunc(npgpu_backend: str) -> None:
     check(body, npgpu_backend)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", ["computed", "pending", "broadcast"])
+def test_narrowing_writes_report_the_cast(npgpu_backend: str, value: str, mode: str) -> None:
+    """``f32[basic key] = f64 values`` beyond float32's range: NumPy's 'overflow encountered in
+    cast' (or its raise, call, log), the values written all the same."""
+    def body(xp: Any, events: _Events) -> Any:
+        a = _dev(xp, numpy.zeros((2, 3)), numpy.float32)
+        big = _dev(xp, [1e300, 2.0, -1e300])
+        handler = events if mode == "log" else (events.call if mode == "call" else None)
+        with xp.errstate(all=mode, under="ignore", call=handler):
+            try:
+                if value == "computed":
+                    a[0] = big
+                elif value == "pending":
+                    a[1, :] = -(-big)
+                else:
+                    a[:, 1:] = big[1:]
+            except FloatingPointError as exc:
+                return str(exc), a
+        return a
+    check(body, npgpu_backend)
+
+
 def test_warning_names_the_users_line(device_backend: str) -> None:
     def body(xp: Any, events: _Events) -> Any:
         y = _dev(xp, [1.0]) / _dev(xp, [0.0])
