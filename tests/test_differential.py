@@ -205,14 +205,19 @@ def test_writes_of_device_values_cast_as_numpys(xp, source, dtype, values):
     # a[basic key] = a device value of another dtype: NumPy's unsafe cast, the host's C conversion
     # (CuPy's own copies saturate float -> integer conversions: 300.0 into int8 is 127 there, 44
     # in NumPy); computed, broadcast into a wider view, and pending (the statement's own kernel)
-    v = xp.asarray(numpy.array(values, source))
+    host = numpy.array(values, source)
+    v = xp.asarray(host)
     n = len(values)
     a = xp.zeros((3, 2 * n), dtype)
+    b = xp.zeros((3, n), dtype)  # (written by index arrays, a mask and a NumPy scalar: the general path)
     with numpy.errstate(all="ignore"):
         a[0, ::2] = v
         a[1:, 1::2] = v
-        a[2, :n] = -(-v) if source != "bool" else ~(~v)
-    return a
+        a[2, :n] = xp.negative(xp.negative(v)) if source != "bool" else ~(~v)
+        b[0, xp.asarray(numpy.arange(n)[::-1])] = v
+        b[xp.asarray(numpy.arange(3 * n).reshape(3, n) // n == 1)] = v
+        b[2, xp.asarray(numpy.array([1]))] = host[0]
+    return a, b
 
 
 _SCALAR_WRITES = [

@@ -478,6 +478,12 @@ class ArrayModuleBackend(Compositions, Backend):
                 if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
                     a[key]  # noqa: B018  (for its IndexError only)
                 raise
+        elif a.dtype.kind in "iu" and getattr(value, "dtype", a.dtype).kind == "f":
+            # (CuPy's float -> integer conversions saturate, 300.0 into int8 is 127; NumPy's wrap, 44)
+            if isinstance(value, numpy.generic):  # (as NumPy's index assignment casts it: an array's cast)
+                value = numpy.asarray(value).astype(a.dtype)[()]
+            elif self.is_native(value):
+                value = self._method_astype(value, a.dtype)
         self._check_index_bounds(a, key)
         a[key] = value
 
