@@ -502,6 +502,11 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     graph = _store_graph(src, dst, check)
     _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     if backend.shares_memory(view, source):
+        host = _sequential_copy(view, source, backend)
+        if host is not None:
+            backend.write(view, host)
+            _report.record(_SETITEM, "fallback", reason=_SEQUENTIAL_COPY)
+            return None
         source = backend.run_fused(_store_graph(src, src, 0), [source], [], source.shape)
     if check:
         launch = _fperr.call_launch(graph, errstate)
@@ -511,6 +516,45 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
         backend.run_fused(graph, [source], [], view.shape, out=view)
     _report.count(_SETITEM, "device", frame)
     return None
+
+
+_SEQUENTIAL_COPY = ("NumPy copies element by element between overlapping one-dimensional views of unequal "
+                    "strides: computed on the host")
+
+
+def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | None:
+    """NumPy's values for ``view[...] = source``, one-dimensional views of one dtype overlapping in
+    memory, whose strides point the same way but differ (``a[2:7] = a[::2]``), computed on the
+    host; None where NumPy's answer is that of a copy of the source taken first. NumPy takes no
+    copy there: its loop writes element by element, backwards where the source starts below the
+    destination and reaches it, so an element read after its memory was written gets the new
+    value. (It copies first for more dimensions and for opposite directions; equal strides and a
+    broadcast source give the copy's answer either way.)"""
+    if view.ndim != 1 or source.ndim != 1 or source.dtype != view.dtype:
+        return None
+    n = view.shape[0]
+    sd, ss = view.strides[0], source.strides[0]
+    if n < 2 or source.shape[0] != n or sd * ss <= 0 or sd == ss:
+        return None
+    d0, s0 = backend.address(view), backend.address(source)
+    flipped = sd < 0
+    if flipped:  # (NumPy's iteration turns the destination's stride positive, reversing both)
+        d0, s0, sd, ss = d0 + (n - 1) * sd, s0 + (n - 1) * ss, -sd, -ss
+    backward = s0 < d0 < s0 + n * ss
+    j = numpy.arange(n)
+    offset = s0 + j * ss - d0
+    k = offset // sd  # (the destination element whose memory element j's source is, where one is)
+    written_before = (offset % sd == 0) & (k >= 0) & (k < n) & ((k > j) if backward else (k < j))
+    parent = numpy.where(written_before, k, j)
+    while True:  # (each element reads its source's first value down the chain of earlier writes)
+        further = parent[parent]
+        if numpy.array_equal(further, parent):
+            break
+        parent = further
+    values = backend.to_host(source)
+    if flipped:
+        return values[::-1][parent][::-1]
+    return values[parent]
 
 
 def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:

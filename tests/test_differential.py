@@ -220,6 +220,27 @@ def test_writes_of_device_values_cast_as_numpys(xp, source, dtype, values):
     return a, b
 
 
+_OVERLAPPING_COPIES = {
+    "forward_wider_source": lambda a: a.__setitem__(slice(2, 7), a[::2]),
+    "wider_destination": lambda a: a.__setitem__(slice(None, None, 2), a[2:7]),
+    "backward": lambda a: a.__setitem__(slice(7, 2, -1), a[::-2][:5]),
+    "row_into_column": lambda a: a.reshape(2, 5).__setitem__((slice(None), 0), a.reshape(2, 5)[0, :2]),
+    "three_strides": lambda a: a.__setitem__(slice(1, 10, 3), a[:3]),
+    "reversed_source_reaching": lambda a: a.__setitem__(slice(5, 8), a[::-4][:3]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int16"])
+@pytest.mark.parametrize("case", sorted(_OVERLAPPING_COPIES))
+@differential()
+def test_copies_between_overlapping_views_are_numpys(xp, case, dtype):
+    # NumPy copies one-dimensional views of unequal strides element by element, without a
+    # temporary: a[2:7] = a[::2] reads a[6] after writing it (a copy first gave other values)
+    a = xp.asarray((numpy.arange(10) * 3 - 7).astype(dtype))
+    _OVERLAPPING_COPIES[case](a)
+    return a
+
+
 _SCALAR_WRITES = [
     ("float64", (2, 3), 1.5), ("float64", (-1, -1), numpy.float32(0.1)), ("float64", (1, slice(None)), 7),
     ("int64", (0, 0), 2.9), ("int64", (slice(1, None), 2), -3), ("uint8", (1, 1), 300), ("uint8", (0, 0), -1),
