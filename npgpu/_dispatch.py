@@ -408,6 +408,15 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     if not state.enabled or backend.is_host:
         return NotImplemented
     if type(key) is DeviceArray or (type(key) is tuple and key and all(type(k) is DeviceArray for k in key)):
+        if type(key) is DeviceArray and type(value) is DeviceArray and value._backend is backend and \
+                value._pending is None and key._backend is backend:
+            found = _sequential_mask_write(array._device_data, key._native, value._device_data, backend)
+            if found is not None:  # (NumPy's values, which no longer overlap the array, written by any road)
+                _report.record(_SETITEM, "fallback", reason=_SEQUENTIAL_COPY)
+                value = DeviceArray(backend.from_host(found), backend)
+                if _indexed_setitem(array, key, value, backend, frame) is NotImplemented:
+                    function(_SETITEM, (array, key, value), {})
+                return None
         return _indexed_setitem(array, key, value, backend, frame)
     if not _basic_key(key):
         return NotImplemented
@@ -518,18 +527,42 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     return None
 
 
-_SEQUENTIAL_COPY = ("NumPy copies element by element between overlapping one-dimensional views of unequal "
-                    "strides: computed on the host")
+_SEQUENTIAL_COPY = ("NumPy writes element by element, without a copy of the value, where the value overlaps "
+                    "the destination (one-dimensional views of unequal strides, a boolean mask's write): "
+                    "the values are found on the host")
+
+
+def _sequential_values(dst: numpy.ndarray, src: numpy.ndarray, values: numpy.ndarray,
+                       runs: numpy.ndarray | None = None) -> numpy.ndarray:
+    """What an element-by-element copy writes: step ``i`` reads the element at byte address
+    ``src[i]`` and writes it at ``dst[i]`` (unique addresses); ``values[i]``: what ``src[i]``
+    held before the copy. A step that reads an element an earlier step wrote gets that step's
+    value, down the chain of earlier writes. ``runs``: a nondecreasing number per step; steps of
+    one number are one memmove (each reads before any of them writes), where NumPy's loop moves a
+    contiguous run of elements at once."""
+    n = len(dst)
+    steps = numpy.arange(n)
+    runs = steps if runs is None else runs
+    order = numpy.argsort(dst, kind="stable")
+    sorted_dst = dst[order]
+    found = numpy.minimum(numpy.searchsorted(sorted_dst, src), n - 1)
+    writer = order[found]
+    parent = numpy.where((sorted_dst[found] == src) & (runs[writer] < runs), writer, steps)
+    while True:
+        further = parent[parent]
+        if numpy.array_equal(further, parent):
+            return values[parent]
+        parent = further
 
 
 def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | None:
     """NumPy's values for ``view[...] = source``, one-dimensional views of one dtype overlapping in
-    memory, whose strides point the same way but differ (``a[2:7] = a[::2]``), computed on the
-    host; None where NumPy's answer is that of a copy of the source taken first. NumPy takes no
-    copy there: its loop writes element by element, backwards where the source starts below the
-    destination and reaches it, so an element read after its memory was written gets the new
-    value. (It copies first for more dimensions and for opposite directions; equal strides and a
-    broadcast source give the copy's answer either way.)"""
+    memory, whose strides point the same way but differ (``a[2:7] = a[::2]``); None where NumPy's
+    answer is that of a copy of the source taken first. NumPy takes no copy there: its loop
+    writes element by element, backwards where the source starts below the destination and
+    reaches it, so an element read after its memory was written gets the new value. (It copies
+    first for more dimensions and for opposite directions; equal strides and a broadcast source
+    give the copy's answer either way.)"""
     if view.ndim != 1 or source.ndim != 1 or source.dtype != view.dtype:
         return None
     n = view.shape[0]
@@ -537,24 +570,42 @@ def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | No
     if n < 2 or source.shape[0] != n or sd * ss <= 0 or sd == ss:
         return None
     d0, s0 = backend.address(view), backend.address(source)
-    flipped = sd < 0
-    if flipped:  # (NumPy's iteration turns the destination's stride positive, reversing both)
+    steps = numpy.arange(n)
+    if sd < 0:  # (NumPy's iteration turns the destination's stride positive, reversing both)
+        steps = steps[::-1]
         d0, s0, sd, ss = d0 + (n - 1) * sd, s0 + (n - 1) * ss, -sd, -ss
-    backward = s0 < d0 < s0 + n * ss
-    j = numpy.arange(n)
-    offset = s0 + j * ss - d0
-    k = offset // sd  # (the destination element whose memory element j's source is, where one is)
-    written_before = (offset % sd == 0) & (k >= 0) & (k < n) & ((k > j) if backward else (k < j))
-    parent = numpy.where(written_before, k, j)
-    while True:  # (each element reads its source's first value down the chain of earlier writes)
-        further = parent[parent]
-        if numpy.array_equal(further, parent):
-            break
-        parent = further
-    values = backend.to_host(source)
-    if flipped:
-        return values[::-1][parent][::-1]
-    return values[parent]
+    if s0 < d0 < s0 + n * ss:  # (the source starts below the destination and reaches it: backwards)
+        steps = steps[::-1]
+    dst, src = backend.address(view) + steps * view.strides[0], backend.address(source) + steps * source.strides[0]
+    result = numpy.empty_like(values := backend.to_host(source))
+    result[steps] = _sequential_values(dst, src, values[steps])
+    return result
+
+
+def _sequential_mask_write(native: Any, mask: Any, value: Any, backend: Any) -> numpy.ndarray | None:
+    """NumPy's values for ``native[mask] = value`` where ``mask`` is a boolean array of the
+    target's dimensions and ``value`` a one-dimensional array of its dtype overlapping it in
+    memory: NumPy copies no temporary there and writes the true positions in C order, element by
+    element (``a[m] = a[1:5]`` reads ``a[4]`` after writing it where ``m[4]``); None where its
+    answer is a copy's (another key, dtype or value shape; a value it broadcasts) or the
+    backend's write gives its error (a count that differs)."""
+    if (mask.dtype != numpy.bool_ or mask.shape != native.shape or value.ndim != 1 or value.dtype != native.dtype
+            or value.shape[0] < 2 or not backend.shares_memory(value, native)):
+        return None
+    positions = numpy.flatnonzero(backend.to_host(mask))
+    if len(positions) != value.shape[0]:
+        return None
+    offsets = numpy.zeros(len(positions), numpy.int64)
+    for index, stride in zip(numpy.unravel_index(positions, native.shape), native.strides):
+        offsets += index * stride
+    # (NumPy moves each run of true positions adjacent in memory at once, a memmove where the
+    # value's elements are adjacent too; element by element otherwise)
+    itemsize = native.dtype.itemsize
+    joined = (numpy.diff(offsets) == itemsize) & (numpy.diff(positions) == 1) & (value.strides[0] == itemsize)
+    runs = numpy.concatenate(([0], numpy.cumsum(~joined)))
+    steps = numpy.arange(len(positions))
+    return _sequential_values(backend.address(native) + offsets, backend.address(value) + steps * value.strides[0],
+                              backend.to_host(value), runs)
 
 
 def _indexed_setitem(array: DeviceArray, key: Any, value: Any, backend: Any, frame: Any) -> Any:

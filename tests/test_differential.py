@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
+import npgpu
 from npgpu._harness import differential
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -227,7 +228,20 @@ _OVERLAPPING_COPIES = {
     "row_into_column": lambda a: a.reshape(2, 5).__setitem__((slice(None), 0), a.reshape(2, 5)[0, :2]),
     "three_strides": lambda a: a.__setitem__(slice(1, 10, 3), a[:3]),
     "reversed_source_reaching": lambda a: a.__setitem__(slice(5, 8), a[::-4][:3]),
+    # a boolean mask of the array's dimensions and a 1-D value: runs of adjacent true positions
+    # move at once (a[3] reads its old value), later runs read what earlier ones wrote (a[7])
+    "mask_runs": lambda a: a.__setitem__(_mask(a, [2, 3, 7, 9]), a[1:5]),
+    "mask_strided_value": lambda a: a.__setitem__(_mask(a, [5, 6, 7, 8]), a[::-1][:4]),
+    "mask_of_a_view": lambda a: a.reshape(2, 5)[:, 1:].__setitem__(_mask(a.reshape(2, 5)[:, 1:], [2, 3, 4, 5]),
+                                                                    a[2:6]),
 }
+
+
+def _mask(a, positions):
+    """A boolean device (or host) array of ``a``'s shape, true at the flat ``positions``."""
+    host = numpy.zeros(a.size, bool)
+    host[positions] = True
+    return (npgpu.asarray if type(a) is not numpy.ndarray else numpy.asarray)(host.reshape(a.shape))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int16"])
