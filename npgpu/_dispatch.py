@@ -127,6 +127,8 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             _report.record(func, "host")
             return args[0] if type(args[0]) is ResidentArray and result is hosted[0] else result
         args, kwargs = hosted, kwargs_hosted
+    if func is numpy.copyto and _copy_in_numpys_order(args, kwargs):
+        return None
     if func in _ops.IN_PLACE_UNLESS_COPY and args and isinstance(args[0], DeviceArray):
         position = _ops.IN_PLACE_UNLESS_COPY[func]
         copy = args[position] if len(args) > position else kwargs.get("copy", True)
@@ -580,6 +582,29 @@ def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | No
     result = numpy.empty_like(values := backend.to_host(source))
     result[steps] = _sequential_values(dst, src, values[steps])
     return result
+
+
+def _copy_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """``copyto(dst, src)`` of two device views of one dtype and shape whose memory overlaps where
+    NumPy copies element by element (``_sequential_copy``: ``copyto(a[2:7], a[::2])``): NumPy's
+    values written, a counted fallback; False for anything else (the usual road)."""
+    if len(args) != 2 or not set(kwargs) <= {"casting"}:
+        return False
+    dst, src = args
+    if type(dst) is not DeviceArray or type(src) is not DeviceArray or dst._backend is not src._backend or \
+            dst._pending is not None or src._pending is not None or dst._readonly or dst.shape != src.shape:
+        return False
+    backend = dst._backend
+    view, source = dst._device_data, src._device_data
+    if backend.is_host or not _config.current().enabled or not backend.shares_memory(view, source):
+        return False
+    host = _sequential_copy(view, source, backend)
+    if host is None:
+        return False
+    _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
+    backend.write(view, host)
+    _report.record(numpy.copyto, "fallback", reason=_SEQUENTIAL_COPY)
+    return True
 
 
 def _sequential_mask_write(native: Any, mask: Any, value: Any, backend: Any) -> numpy.ndarray | None:

@@ -228,6 +228,7 @@ _OVERLAPPING_COPIES = {
     "row_into_column": lambda a: a.reshape(2, 5).__setitem__((slice(None), 0), a.reshape(2, 5)[0, :2]),
     "three_strides": lambda a: a.__setitem__(slice(1, 10, 3), a[:3]),
     "reversed_source_reaching": lambda a: a.__setitem__(slice(5, 8), a[::-4][:3]),
+    "copyto": lambda a: numpy.copyto(a[2:7], a[::2]),
     # a boolean mask of the array's dimensions and a 1-D value: runs of adjacent true positions
     # move at once (a[3] reads its old value), later runs read what earlier ones wrote (a[7])
     "mask_runs": lambda a: a.__setitem__(_mask(a, [2, 3, 7, 9]), a[1:5]),
