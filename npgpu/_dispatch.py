@@ -129,6 +129,8 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         args, kwargs = hosted, kwargs_hosted
     if func is numpy.copyto and _copy_in_numpys_order(args, kwargs):
         return None
+    if func is numpy.place:
+        args = _place_values_in_numpys_order(args, kwargs)
     if func in _ops.IN_PLACE_UNLESS_COPY and args and isinstance(args[0], DeviceArray):
         position = _ops.IN_PLACE_UNLESS_COPY[func]
         copy = args[position] if len(args) > position else kwargs.get("copy", True)
@@ -605,6 +607,40 @@ def _copy_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
     backend.write(view, host)
     _report.record(numpy.copyto, "fallback", reason=_SEQUENTIAL_COPY)
     return True
+
+
+def _place_values_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``place(arr, mask, vals)``'s arguments, ``vals`` replaced by the values NumPy's loop writes
+    where it reads them from ``arr``'s own memory: NumPy takes no copy of C-contiguous ``vals`` of
+    ``arr``'s dtype and writes the true positions of a C-contiguous ``arr`` one element at a time,
+    cycling through ``vals``, so an element of ``vals`` read after its memory was written reads the
+    new value (``place(a, m, a)``). The values are found on the host (a counted fallback), then
+    placed by the usual road; ``args`` unchanged anywhere else."""
+    if len(args) != 3 or kwargs:
+        return args
+    arr, mask, vals = args
+    if type(arr) is not DeviceArray or type(vals) is not DeviceArray or vals._backend is not arr._backend or \
+            arr._pending is not None or vals._pending is not None or arr.dtype != vals.dtype or not vals.size:
+        return args
+    backend = arr._backend
+    native, source = arr._device_data, vals._device_data
+    if backend.is_host or not (arr.flags.c_contiguous and vals.flags.c_contiguous) or \
+            not backend.shares_memory(native, source):
+        return args
+    host_mask = mask.__array__() if type(mask) is DeviceArray else numpy.asarray(mask)
+    if host_mask.size != native.size:
+        return args  # (NumPy's error, from the usual road)
+    positions = numpy.flatnonzero(host_mask.astype(bool, copy=False))
+    if not len(positions):
+        return args
+    itemsize = native.dtype.itemsize
+    steps = numpy.arange(len(positions))
+    cycled = steps % source.size
+    values = backend.to_host(source).reshape(-1)[cycled]
+    found = _sequential_values(backend.address(native) + positions * itemsize,
+                               backend.address(source) + cycled * itemsize, values)
+    _report.record(numpy.place, "fallback", reason=_SEQUENTIAL_COPY)
+    return arr, mask, DeviceArray(backend.from_host(found), backend)
 
 
 def _sequential_mask_write(native: Any, mask: Any, value: Any, backend: Any) -> numpy.ndarray | None:

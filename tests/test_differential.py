@@ -229,6 +229,9 @@ _OVERLAPPING_COPIES = {
     "three_strides": lambda a: a.__setitem__(slice(1, 10, 3), a[:3]),
     "reversed_source_reaching": lambda a: a.__setitem__(slice(5, 8), a[::-4][:3]),
     "copyto": lambda a: numpy.copyto(a[2:7], a[::2]),
+    # place reads its values one at a time, cycling through them
+    "place": lambda a: numpy.place(a, _mask(a, [2, 3, 4, 6, 9]), a),
+    "place_cycling": lambda a: numpy.place(a, _mask(a, [1, 2, 3, 4, 5, 6, 7, 8]), a[:3]),
     # a boolean mask of the array's dimensions and a 1-D value: runs of adjacent true positions
     # move at once (a[3] reads its old value), later runs read what earlier ones wrote (a[7])
     "mask_runs": lambda a: a.__setitem__(_mask(a, [2, 3, 7, 9]), a[1:5]),
