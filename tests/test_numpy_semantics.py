@@ -148,6 +148,17 @@ def test_float_to_unsigned_casts_wrap_as_numpy(xp, dtype):
         return xp.asarray(values).astype(dtype), xp.asarray(values.astype("float32")).astype(dtype)
 
 
+@pytest.mark.parametrize("signed", ["int8", "int32", "int64"])
+@differential()
+def test_signed_and_uint64_compare_exactly(xp, signed):
+    # NumPy's qQ->? loops: a negative number is below every unsigned one; generated C converted it
+    # to unsigned (-38 > 9 was True on OpenCL), alone and inside a fused expression
+    a = xp.asarray(numpy.array([-38, 13, -1, 0, 100, -128], signed))
+    b = xp.asarray(numpy.array([9, 100, 2**64 - 1, 0, 100, 2**63], "uint64"))
+    fused = ((a > b) | (a == b)) & (a * 1 <= b + 0)
+    return (a > b, a >= b, a < b, a <= b, a == b, a != b, b > a, b >= a, b < a, b <= a, b == a, b != a, fused)
+
+
 # -- assignment and indexing ------------------------------------------------------------------
 
 @differential()

@@ -575,6 +575,19 @@ def _name(ufunc: numpy.ufunc) -> str:
     return ufunc.__name__
 
 
+#: Comparisons of a signed with an unsigned 64-bit integer: NumPy's exact loops (qQ->?, Qq->?), a
+#: negative number below every unsigned one; C converts the signed operand to unsigned (-38 > 9u).
+#: (signed first, unsigned first)
+_MIXED_SIGN_COMPARISONS = {
+    "greater": ("({0} >= 0 && (u64_t){0} > {1})", "({1} < 0 || {0} > (u64_t){1})"),
+    "greater_equal": ("({0} >= 0 && (u64_t){0} >= {1})", "({1} < 0 || {0} >= (u64_t){1})"),
+    "less": ("({0} < 0 || (u64_t){0} < {1})", "({1} >= 0 && {0} < (u64_t){1})"),
+    "less_equal": ("({0} < 0 || (u64_t){0} <= {1})", "({1} >= 0 && {0} <= (u64_t){1})"),
+    "equal": ("({0} >= 0 && (u64_t){0} == {1})", "({1} >= 0 && {0} == (u64_t){1})"),
+    "not_equal": ("({0} < 0 || (u64_t){0} != {1})", "({1} < 0 || {0} != (u64_t){1})"),
+}
+
+
 def supports_loop(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], complex_values: bool = False) -> bool:
     """True when the table has a template for this ufunc and resolved loop dtypes (complex ones
     only with ``complex_values``: a backend that computes on complex arrays asks so)."""
@@ -621,6 +634,8 @@ def render(
     out_dt = loop[nin + out_index]
     in_dt = loop[0]
     template = _lookup(_name(ufunc), in_dt.kind, constant_second and nin == 2)
+    if nin == 2 and {in_dt.kind, loop[1].kind} == {"i", "u"} and _name(ufunc) in _MIXED_SIGN_COMPARISONS:
+        template = _MIXED_SIGN_COMPARISONS[_name(ufunc)][in_dt.kind != "i"]
     if is_half(in_dt) and UFUNCS[_name(ufunc)].half_expression:
         template = UFUNCS[_name(ufunc)].half_expression
     if template is None:
