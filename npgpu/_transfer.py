@@ -28,8 +28,18 @@ from .lazy import materialize as _lazy
 
 
 def has_arrays(seq: list[Any] | tuple[Any, ...]) -> bool:
-    # Only sequences of arrays (or of sequences) are walked: a long list of numbers is data, not operands.
-    return bool(seq) and isinstance(seq[0], (DeviceArray, numpy.ndarray, list, tuple))
+    # Only sequences of arrays (or of sequences) are walked: a long list of numbers is data, not
+    # operands. A short tuple may be an index key whose arrays come after a slice, an Ellipsis,
+    # None or a number (a[:, rows], a[..., rows, cols]): it is walked when it holds an array.
+    if not seq:
+        return False
+    if isinstance(seq[0], (DeviceArray, numpy.ndarray, list, tuple)):
+        return True
+    return type(seq) is tuple and len(seq) <= _KEY_ITEMS and any(isinstance(x, numpy.ndarray) for x in seq)
+
+
+#: the most items an index key may have (NumPy's dimension limit, with room for None and Ellipsis)
+_KEY_ITEMS = 2 * 64 + 1
 
 
 def scan(obj: Any, devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> None:

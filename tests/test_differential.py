@@ -289,6 +289,34 @@ def test_getitem_forms(xp):
     return a[2], a[1:4, ::2], a[[0, 2, 4]], a[a % 3 == 0], a[:, None, 1], a[..., -1], a[-1, -1]
 
 
+_MIXED_KEYS = {
+    # index arrays after a slice, an Ellipsis or a number: each names the axis it stands on
+    "slice_then_rows": lambda xp: (slice(None), xp.asarray(numpy.array([0, 3, -1]))),
+    "slice_then_outside": lambda xp: (slice(None), xp.asarray(numpy.array([0, 4]))),
+    "ellipsis_between": lambda xp: (xp.asarray(numpy.array([1])), Ellipsis, xp.asarray(numpy.array([-2, -4, -1]))),
+    "ellipsis_then_outside": lambda xp: (Ellipsis, xp.asarray(numpy.array([-5]))),
+    "number_then_rows": lambda xp: (2, xp.asarray(numpy.array([3, 3, 0]))),
+    # index arrays that broadcast to nothing select nothing: NumPy checks none of their values
+    "broadcast_to_nothing": lambda xp: (Ellipsis, xp.asarray(numpy.array([3])), xp.asarray(numpy.array([], int))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MIXED_KEYS))
+@differential()
+def test_index_arrays_after_other_index_items(xp, case):
+    a = xp.asarray(numpy.arange(12.0).reshape(3, 4))
+    key = _MIXED_KEYS[case](xp)
+    try:
+        selected = a[key]
+    except IndexError as exc:
+        selected = str(exc)
+    try:
+        a[key] = -1.0
+    except IndexError as exc:
+        return selected, str(exc), a
+    return selected, a
+
+
 @pytest.mark.parametrize("key", [10, (0, 7), -11])
 @differential()
 def test_index_out_of_range(xp, key):

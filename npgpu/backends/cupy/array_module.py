@@ -511,14 +511,14 @@ class ArrayModuleBackend(Compositions, Backend):
                 listed = " ".join(str(shape).replace(" ", "") for shape in shapes)
                 raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
                                  f"{listed} ") from None
-        consuming = [k for k in items if k is not None and k is not Ellipsis]
         indexed = []  # (axis, its size, the integer index array on it)
         axis = 0
-        for k in items:
+        for position, k in enumerate(items):
             if k is None:
                 continue
-            if k is Ellipsis:
-                axis = a.ndim - sum(getattr(c, "ndim", 1) if _is_bool_index(c) else 1 for c in consuming)
+            if k is Ellipsis:  # (the items after it take the last axes)
+                after = [c for c in items[position + 1:] if c is not None and c is not Ellipsis]
+                axis = a.ndim - sum(getattr(c, "ndim", 1) if _is_bool_index(c) else 1 for c in after)
                 continue
             if _is_bool_index(k):
                 axis += getattr(k, "ndim", 1)
@@ -528,6 +528,16 @@ class ArrayModuleBackend(Compositions, Backend):
                 if index.size and axis < a.ndim and index.dtype.kind in "iu":
                     indexed.append((axis, a.shape[axis], index))
             axis += 1
+        masks = [k for k in items if _is_bool_index(k) and getattr(k, "ndim", 0)]
+        if indexed and (masks or any(0 in shape for shape in shapes)):
+            # (index arrays that broadcast to nothing select no element: NumPy checks none of them)
+            counts = [(int(self._read(self.xp.count_nonzero(k))[0]) if self.is_native(k) else
+                       int(numpy.count_nonzero(k)),) for k in masks]
+            try:
+                if 0 in numpy.broadcast_shapes(*shapes, *counts):
+                    return
+            except ValueError:
+                pass
         if indexed:  # (index arrays gathered from memory of known bounds need no check: npgpu/_bounds.py)
             indexed = [entry for entry in indexed
                        if not (self.is_native(entry[2]) and _bounds.within(self, entry[2], entry[1]))]
