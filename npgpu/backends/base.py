@@ -15,6 +15,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_index
 
 from .._ops import DTYPE_POSITION, dtype_argument  # noqa: F401  (the backends' names for them)
+from ..kernels import order as _order
 from .costs import Costs
 from .costs import measure as measure_costs
 from .costs import thresholds as thresholds_from_costs
@@ -303,9 +304,26 @@ class Backend:
         """Run an IR graph with one output over ``inputs`` broadcast to ``shape``; returns the output.
         ``errors``: what the graph's floating-point error flags report (npgpu/_fperr.Launch)."""
         if out is None:
-            out = self.empty(shape, graph.out_dtypes[0])
+            out = self.empty_result(shape, graph.out_dtypes[0], inputs)
         self.run_elementwise(graph, inputs, [out], scalars, None, errors)
         return out
+
+    def empty_result(self, shape: tuple[int, ...], dtype: numpy.dtype, inputs: list[Any]) -> Any:
+        """A new native for an elementwise result of ``shape`` from natives ``inputs``, laid out in
+        the memory order NumPy gives it (kernels/order.result_axes: ``a.T * 2`` is F-ordered, as
+        ``a.T`` is, which strides, flags and ``ravel(order="K")`` show); C order where the inputs
+        are all C-contiguous."""
+        if len(shape) > 1 and not all(getattr(x, "c_contiguous", True) for x in inputs):
+            axes = _order.result_axes(shape, [(x.shape, x.strides) for x in inputs])
+            if axes is not None:
+                itemsize = numpy.dtype(dtype).itemsize
+                strides = [0] * len(shape)
+                for axis in reversed(axes):
+                    strides[axis] = itemsize
+                    itemsize *= shape[axis]
+                buffer = self.empty(tuple(shape[axis] for axis in axes), dtype)
+                return self.strided_view(buffer, tuple(shape), tuple(strides))
+        return self.empty(shape, dtype)
 
     @property
     def supports_map_reduce(self) -> bool:

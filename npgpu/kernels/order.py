@@ -135,3 +135,41 @@ def pairwise_split(n: int, dtype: numpy.dtype) -> int:
         return (n - n % 8) // 2
     half = n // 2
     return half - half % 8
+
+
+def result_axes(shape: tuple[int, ...], operands: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[int] | None:
+    """The memory order NumPy gives an elementwise result of ``shape`` from operands of these
+    (shape, byte strides): its axes, outermost first, or None where that is C order. NumPy's
+    iterator keeps the operands' order (``npyiter_find_best_axis_ordering``): an insertion sort of
+    the axes, innermost first, in which an axis moves inward past another only where every operand
+    that varies along both has a larger stride on the other; any disagreement keeps C order. An
+    operand varies along an axis where its extent there is more than 1 (``a.T * 2`` of a
+    C-ordered ``a`` is F-ordered, as ``a.T`` is)."""
+    nd = len(shape)
+    if nd < 2:
+        return None
+    strides = []
+    for op_shape, op_strides in operands:
+        lead = nd - len(op_shape)
+        strides.append([0] * lead + [0 if n == 1 else s for n, s in zip(op_shape, op_strides, strict=True)])
+    perm = list(range(nd))[::-1]  # (innermost first, as NumPy's axis data)
+    for i0 in range(1, nd):
+        position, j0 = i0, perm[i0]
+        for i1 in range(i0 - 1, -1, -1):
+            j1 = perm[i1]
+            compared, inward = False, False
+            for st in strides:
+                if st[j0] and st[j1]:
+                    if abs(st[j1]) <= abs(st[j0]):
+                        inward = False
+                    elif not compared:
+                        inward = True
+                    compared = True
+            if compared:
+                if not inward:
+                    break
+                position = i1
+        if position != i0:
+            perm.insert(position, perm.pop(i0))
+    order = perm[::-1]
+    return None if order == list(range(nd)) else order

@@ -73,6 +73,13 @@ class Elementwise(Backend):
             return
         arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
         strides = [_broadcast_strides(a, shape) for a in arrays]
+        if len(shape) > 1:  # (walk the elements in the first output's memory order: a.T * 2's result is
+            # laid out as a.T is, NumPy's order, and both then read and write one contiguous run)
+            written = strides[len(inputs)]
+            order = sorted(range(len(shape)), key=lambda d: -abs(written[d]))
+            if order != list(range(len(shape))):
+                shape = tuple(shape[d] for d in order)
+                strides = [tuple(st[d] for d in order) for st in strides]
         cshape, cstrides = _collapse(shape, strides)
         contiguous = len(cshape) <= 1 and all(
             (len(st) == 0 or st[0] == a.itemsize) and a.offset % a.itemsize == 0
@@ -247,8 +254,8 @@ class Elementwise(Backend):
                 shape = o.shape
         if isinstance(where, CLArray):
             shape = numpy.broadcast_shapes(shape, where.shape) if all(o is None for o in outs) else shape
-        results = [o if o is not None else self.empty(shape, loop[nin + k]) for k, o in enumerate(outs)]
         arrays = [x for x in inputs if isinstance(x, CLArray)]
+        results = [o if o is not None else self.empty_result(shape, loop[nin + k], arrays) for k, o in enumerate(outs)]
         # an output partially overlapping an input (a[1:] += a[:-1]) needs the input copied first
         for i, a in enumerate(arrays):
             for r in results:

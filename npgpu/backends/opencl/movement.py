@@ -15,7 +15,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
 from ..base import Backend
-from .array import CLArray, _native_or_device, _norm_axes, _part
+from .array import CLArray, _is_f_contiguous, _native_or_device, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
 
 _NO_BYTES = numpy.dtype([])  # items of zero bytes: NumPy works out shapes on them without memory
@@ -57,7 +57,10 @@ class Movement(Backend):
     # -- layout and data movement --------------------------------------------
     @implements(numpy.reshape, kwargs=("shape", "order", "newshape", "copy"), complex_values=True)
     def reshape(self, a: CLArray, shape: Any, order: str = "C", copy: bool | None = None) -> CLArray:
-        """A view when NumPy would give one, else a copy (``order`` 'C' or 'F', ``copy``: NumPy's)."""
+        """A view when NumPy would give one, else a copy (``order`` 'C', 'F' or 'A': 'F' for an array
+        that is Fortran-contiguous only; ``copy``: NumPy's)."""
+        if order == "A":
+            order = "F" if _is_f_contiguous(a) and not a.c_contiguous else "C"
         if order not in ("C", "F"):
             raise NotImplementedError(f"opencl backend: reshape with order {order!r}")  # (supports_function: no)
         # the new shape, with NumPy's errors and -1 resolved, from zero-byte items (no allocation)
