@@ -559,14 +559,15 @@ def _sequential_values(dst: numpy.ndarray, src: numpy.ndarray, values: numpy.nda
         parent = further
 
 
-def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | None:
+def _sequential_copy(view: Any, source: Any, backend: Any, where: numpy.ndarray | None = None) -> numpy.ndarray | None:
     """NumPy's values for ``view[...] = source``, one-dimensional views of one dtype overlapping in
     memory, whose strides point the same way but differ (``a[2:7] = a[::2]``); None where NumPy's
     answer is that of a copy of the source taken first. NumPy takes no copy there: its loop
     writes element by element, backwards where the source starts below the destination and
     reaches it, so an element read after its memory was written gets the new value. (It copies
     first for more dimensions and for opposite directions; equal strides and a broadcast source
-    give the copy's answer either way.)"""
+    give the copy's answer either way.) ``where``: a boolean host array of the view's shape; the
+    steps it leaves out read and write nothing (``copyto``'s ``where=``)."""
     if view.ndim != 1 or source.ndim != 1 or source.dtype != view.dtype:
         return None
     n = view.shape[0]
@@ -580,17 +581,23 @@ def _sequential_copy(view: Any, source: Any, backend: Any) -> numpy.ndarray | No
         d0, s0, sd, ss = d0 + (n - 1) * sd, s0 + (n - 1) * ss, -sd, -ss
     if s0 < d0 < s0 + n * ss:  # (the source starts below the destination and reaches it: backwards)
         steps = steps[::-1]
+    if where is not None:
+        steps = steps[where[steps]]
+        if not len(steps):
+            return None
     dst, src = backend.address(view) + steps * view.strides[0], backend.address(source) + steps * source.strides[0]
-    result = numpy.empty_like(values := backend.to_host(source))
+    values = backend.to_host(source)
+    result = values.copy() if where is None else backend.to_host(view)
     result[steps] = _sequential_values(dst, src, values[steps])
     return result
 
 
 def _copy_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """``copyto(dst, src)`` of two device views of one dtype and shape whose memory overlaps where
-    NumPy copies element by element (``_sequential_copy``: ``copyto(a[2:7], a[::2])``): NumPy's
-    values written, a counted fallback; False for anything else (the usual road)."""
-    if len(args) != 2 or not set(kwargs) <= {"casting"}:
+    NumPy copies element by element (``_sequential_copy``: ``copyto(a[2:7], a[::2])``), with a
+    ``where=`` mask or without: NumPy's values written, a counted fallback; False for anything else
+    (the usual road)."""
+    if len(args) != 2 or not set(kwargs) <= {"casting", "where"}:
         return False
     dst, src = args
     if type(dst) is not DeviceArray or type(src) is not DeviceArray or dst._backend is not src._backend or \
@@ -600,7 +607,17 @@ def _copy_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
     view, source = dst._device_data, src._device_data
     if backend.is_host or not _config.current().enabled or not backend.shares_memory(view, source):
         return False
-    host = _sequential_copy(view, source, backend)
+    where = kwargs.get("where", True)
+    mask = None
+    if where is not True:  # (NumPy's masked copy goes element by element the same way)
+        host = where.__array__() if type(where) is DeviceArray else numpy.asarray(where)
+        if host.dtype != numpy.bool_ or host.ndim > view.ndim:
+            return False
+        try:
+            mask = numpy.broadcast_to(host, view.shape)
+        except ValueError:
+            return False  # (NumPy's error, from the usual road)
+    host = _sequential_copy(view, source, backend, mask)
     if host is None:
         return False
     _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)

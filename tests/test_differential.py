@@ -229,6 +229,7 @@ _OVERLAPPING_COPIES = {
     "three_strides": lambda a: a.__setitem__(slice(1, 10, 3), a[:3]),
     "reversed_source_reaching": lambda a: a.__setitem__(slice(5, 8), a[::-4][:3]),
     "copyto": lambda a: numpy.copyto(a[2:7], a[::2]),
+    "copyto_where": lambda a: numpy.copyto(a[:6:2], a[:3], where=numpy.array([True, True, True])),
     # place reads its values one at a time, cycling through them
     "place": lambda a: numpy.place(a, _mask(a, [2, 3, 4, 6, 9]), a),
     "place_cycling": lambda a: numpy.place(a, _mask(a, [1, 2, 3, 4, 5, 6, 7, 8]), a[:3]),
