@@ -167,6 +167,7 @@ _LAYOUTS = {
     "reversed_transposed": lambda xp, a: a[::-1].T + 1,
     "mixed_orders": lambda xp, a: a + a.T.copy().T,  # (C and F operands: C order wins)
     "broadcast_row": lambda xp, a: a.T[:, :1] * a.T,
+    "where": lambda xp, a: xp.where(a.T > 3, a.T, 0.0),
 }
 
 

@@ -338,10 +338,9 @@ class Elementwise(Backend):
             nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
             graph = self._graphs[key] = b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
         shape = numpy.broadcast_shapes(*[numpy.shape(o) if not isinstance(o, CLArray) else o.shape for o in ops])
-        out = self.empty(shape, dt)
-        self.run_elementwise(
-            graph, [o for o in ops if isinstance(o, CLArray)], [out], [o for o in ops if not isinstance(o, CLArray)]
-        )
+        arrays = [o for o in ops if isinstance(o, CLArray)]
+        out = self.empty_result(shape, dt, arrays)
+        self.run_elementwise(graph, arrays, [out], [o for o in ops if not isinstance(o, CLArray)])
         return out
 
     @implements(numpy.nan_to_num, kwargs=("copy", "nan", "posinf", "neginf"),
