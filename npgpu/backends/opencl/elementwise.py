@@ -73,8 +73,9 @@ class Elementwise(Backend):
             return
         arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
         strides = [_broadcast_strides(a, shape) for a in arrays]
-        if len(shape) > 1:  # (walk the elements in the first output's memory order: a.T * 2's result is
-            # laid out as a.T is, NumPy's order, and both then read and write one contiguous run)
+        if len(shape) > 1 and not outputs[0].c_contiguous:  # (walk the elements in the first output's
+            # memory order: a.T * 2's result is laid out as a.T is, NumPy's order, and both then read
+            # and write one contiguous run)
             written = strides[len(inputs)]
             order = sorted(range(len(shape)), key=lambda d: -abs(written[d]))
             if order != list(range(len(shape))):
