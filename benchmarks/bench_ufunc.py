@@ -56,3 +56,23 @@ class TimeInplace(BackendBenchmark):
     def time_iadd(self, backend: str, n: int) -> None:
         self.a += 1.0
         self.finish(self.a)
+
+
+class TimeTransposed(BackendBenchmark):
+    """Elementwise work on a transposed (F-ordered) operand: NumPy lays the result out as the
+    operand is, and a device that walks the memory order reads and writes contiguous runs."""
+
+    params = [BACKENDS, [1_000, 4_000_000]]
+    param_names = ["backend", "n"]
+
+    def setup(self, backend: str, n: int) -> None:
+        self.setup_backend(backend)
+        side = int(n**0.5)
+        self.a = self.to_backend(random_array(side * side, seed=4).reshape(side, side))
+        self.finish(self.a.T * 2.0 + 1.0)
+
+    def time_chain(self, backend: str, n: int) -> None:
+        self.finish(self.a.T * 2.0 + 1.0)
+
+    def time_unary(self, backend: str, n: int) -> None:
+        self.finish(self.xp.sqrt(self.a.T))
