@@ -129,8 +129,8 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         args, kwargs = hosted, kwargs_hosted
     if func is numpy.copyto and _copy_in_numpys_order(args, kwargs):
         return None
-    if func is numpy.place:
-        args = _place_values_in_numpys_order(args, kwargs)
+    if func is numpy.place and _place_in_numpys_order(args, kwargs):
+        return None
     if func in _ops.IN_PLACE_UNLESS_COPY and args and isinstance(args[0], DeviceArray):
         position = _ops.IN_PLACE_UNLESS_COPY[func]
         copy = args[position] if len(args) > position else kwargs.get("copy", True)
@@ -414,12 +414,14 @@ def basic_setitem(array: DeviceArray, key: Any, value: Any, frame: Any, temporar
     if type(key) is DeviceArray or (type(key) is tuple and key and all(type(k) is DeviceArray for k in key)):
         if type(key) is DeviceArray and type(value) is DeviceArray and value._backend is backend and \
                 value._pending is None and key._backend is backend:
-            found = _sequential_mask_write(array._device_data, key._native, value._device_data, backend)
-            if found is not None:  # (NumPy's values, which no longer overlap the array, written by any road)
+            native, mask = array._device_data, key._native
+            found = _sequential_mask_write(native, mask, value._device_data, backend)
+            if found is not None:  # (NumPy's values, put into a host copy written back: one fallback)
+                host = backend.to_host(native)
+                host[backend.to_host(mask)] = found
+                _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
+                backend.write(native, host)
                 _report.record(_SETITEM, "fallback", reason=_SEQUENTIAL_COPY)
-                value = DeviceArray(backend.from_host(found), backend)
-                if _indexed_setitem(array, key, value, backend, frame) is NotImplemented:
-                    function(_SETITEM, (array, key, value), {})
                 return None
         return _indexed_setitem(array, key, value, backend, frame)
     if not _basic_key(key):
@@ -626,38 +628,44 @@ def _copy_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
     return True
 
 
-def _place_values_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """``place(arr, mask, vals)``'s arguments, ``vals`` replaced by the values NumPy's loop writes
-    where it reads them from ``arr``'s own memory: NumPy takes no copy of C-contiguous ``vals`` of
-    ``arr``'s dtype and writes the true positions of a C-contiguous ``arr`` one element at a time,
-    cycling through ``vals``, so an element of ``vals`` read after its memory was written reads the
-    new value (``place(a, m, a)``). The values are found on the host (a counted fallback), then
-    placed by the usual road; ``args`` unchanged anywhere else."""
+def _place_in_numpys_order(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """``place(arr, mask, vals)`` where ``vals`` is ``arr``'s own memory: NumPy takes no copy of
+    C-contiguous ``vals`` of ``arr``'s dtype and writes the true positions of a C-contiguous
+    ``arr`` one element at a time, cycling through ``vals``, so an element of ``vals`` read after
+    its memory was written reads the new value (``place(a, m, a)``). The values are found on the
+    host and ``arr`` written back whole, one counted fallback; False anywhere else (the usual
+    road)."""
     if len(args) != 3 or kwargs:
-        return args
+        return False
     arr, mask, vals = args
     if type(arr) is not DeviceArray or type(vals) is not DeviceArray or vals._backend is not arr._backend or \
             arr._pending is not None or vals._pending is not None or arr.dtype != vals.dtype or not vals.size:
-        return args
+        return False
     backend = arr._backend
     native, source = arr._device_data, vals._device_data
     if backend.is_host or not (arr.flags.c_contiguous and vals.flags.c_contiguous) or \
             not backend.shares_memory(native, source):
-        return args
+        return False
     host_mask = mask.__array__() if type(mask) is DeviceArray else numpy.asarray(mask)
     if host_mask.size != native.size:
-        return args  # (NumPy's error, from the usual road)
+        return False  # (NumPy's error, from the usual road)
     positions = numpy.flatnonzero(host_mask.astype(bool, copy=False))
     if not len(positions):
-        return args
+        return False
     itemsize = native.dtype.itemsize
     steps = numpy.arange(len(positions))
     cycled = steps % source.size
     values = backend.to_host(source).reshape(-1)[cycled]
     found = _sequential_values(backend.address(native) + positions * itemsize,
                                backend.address(source) + cycled * itemsize, values)
+    if arr._readonly:
+        return False  # (NumPy's error, from the usual road)
+    host = backend.to_host(native)
+    host.reshape(-1)[positions] = found
+    _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
+    backend.write(native, host)
     _report.record(numpy.place, "fallback", reason=_SEQUENTIAL_COPY)
-    return arr, mask, DeviceArray(backend.from_host(found), backend)
+    return True
 
 
 def _sequential_mask_write(native: Any, mask: Any, value: Any, backend: Any) -> numpy.ndarray | None:
