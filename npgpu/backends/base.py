@@ -312,7 +312,8 @@ class Backend:
         """A new native for an elementwise result of ``shape`` from natives ``inputs``, laid out in
         the memory order NumPy gives it (kernels/order.result_axes: ``a.T * 2`` is F-ordered, as
         ``a.T`` is, which strides, flags and ``ravel(order="K")`` show); C order where the inputs
-        are all C-contiguous."""
+        are all C-contiguous, or don't say (natives without a ``c_contiguous`` attribute, as
+        CuPy's: its backend allocates its own results)."""
         if len(shape) > 1 and not all(getattr(x, "c_contiguous", True) for x in inputs):
             axes = _order.result_axes(shape, [(x.shape, x.strides) for x in inputs])
             if axes is not None:
