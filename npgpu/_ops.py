@@ -166,7 +166,7 @@ DTYPE_POSITION: dict[Any, int] = {
     numpy.ones_like: 1, numpy.full_like: 2, numpy.arange: 3, numpy.linspace: 5, numpy.logspace: 5, numpy.eye: 3,
     numpy.identity: 1, numpy.tri: 3, numpy.ndarray.astype: 1, numpy.astype: 1, numpy.ascontiguousarray: 1, numpy.sum: 2,
     numpy.prod: 2, numpy.nansum: 2, numpy.nanprod: 2, numpy.mean: 2, numpy.var: 2, numpy.std: 2, numpy.nanmean: 2,
-    numpy.cumsum: 2, numpy.cumprod: 2,
+    numpy.cumsum: 2, numpy.cumprod: 2, numpy.nancumsum: 2, numpy.nancumprod: 2, numpy.trace: 4,
 }
 
 # -- arrays from host data ----------------------------------------------------------------------

@@ -221,6 +221,66 @@ def test_writes_of_device_values_cast_as_numpys(xp, source, dtype, values):
     return a, b
 
 
+#: Calls that convert a device array of floats into an integer dtype (CuPy converts them in its own
+#: kernels, which saturate: 300.0 into int8 is 127 there, NumPy's 44): name -> body(xp, v, dtype)
+_CAST_CALLS = {
+    "asarray": lambda xp, v, dt: xp.asarray(v, dtype=dt),
+    "array": lambda xp, v, dt: xp.array(v, dtype=dt),
+    "ascontiguousarray": lambda xp, v, dt: xp.ascontiguousarray(v[::-1], dtype=dt),
+    "copyto": lambda xp, v, dt: _copied_into(xp, v, dt),
+    "concatenate": lambda xp, v, dt: xp.concatenate([v, v[::2]], dtype=dt, casting="unsafe"),
+    "stack": lambda xp, v, dt: xp.stack([v, v], dtype=dt, casting="unsafe"),
+    "hstack": lambda xp, v, dt: xp.hstack([v, v], dtype=dt, casting="unsafe"),
+    "sum": lambda xp, v, dt: xp.sum(v.reshape(2, -1), axis=1, dtype=dt),
+    "prod": lambda xp, v, dt: xp.prod(v[:2], dtype=dt),
+    "cumsum": lambda xp, v, dt: xp.cumsum(v, dtype=dt),
+    "cumprod": lambda xp, v, dt: xp.cumprod(v[:3], dtype=dt),
+    "add_reduce": lambda xp, v, dt: xp.add.reduce(v, dtype=dt),
+    "add_accumulate": lambda xp, v, dt: xp.add.accumulate(v, dtype=dt),
+    "mean": lambda xp, v, dt: xp.mean(v[:1], dtype=dt),
+    "trace": lambda xp, v, dt: xp.trace(v.reshape(2, -1)[:, :2], dtype=dt),
+    "nansum": lambda xp, v, dt: xp.nansum(v.reshape(2, -1), axis=0, dtype=dt),
+    "nancumsum": lambda xp, v, dt: xp.nancumsum(v, dtype=dt),
+    "einsum": lambda xp, v, dt: xp.einsum("i,i->i", v, v * 0 + 1, dtype=dt, casting="unsafe"),
+    "ufunc_out": lambda xp, v, dt: xp.add(v, 0.25, out=xp.zeros(v.shape, dt), casting="unsafe"),
+    "unary_out": lambda xp, v, dt: xp.rint(v, out=xp.zeros(v.shape, dt), casting="unsafe"),
+    "clip_out": lambda xp, v, dt: xp.clip(v, -1e30, 1e30, out=xp.zeros(v.shape, dt), casting="unsafe"),
+    "take_out": lambda xp, v, dt: xp.take(v, xp.asarray(numpy.arange(6)[::-1]), out=xp.zeros(6, dt)),
+    "full": lambda xp, v, dt: xp.full(v.shape, v, dtype=dt),
+    "full_scalar": lambda xp, v, dt: xp.full((2, 3), numpy.float64(300.75), dtype=dt),
+    "full_like": lambda xp, v, dt: xp.full_like(xp.zeros(3, dt), 300.75),
+    "fill": lambda xp, v, dt: _filled(xp, dt, -2.75),
+    "fill_out_of_range": lambda xp, v, dt: _filled(xp, dt, 65536.5),
+    "fill_nan": lambda xp, v, dt: _filled(xp, dt, numpy.nan),
+    "matmul": lambda xp, v, dt: xp.matmul(v[:4].reshape(2, 2), v[4:8].reshape(2, 2), dtype=dt, casting="unsafe"),
+    "putmask": lambda xp, v, dt: xp.putmask(xp.zeros(v.shape, dt), v > 0, v),
+}
+
+
+def _filled(xp, dt, value):
+    a = xp.zeros(4, dt)
+    a.fill(value)
+    return a
+
+
+def _copied_into(xp, v, dt):
+    a = xp.zeros(v.shape, dt)
+    xp.copyto(a, v, casting="unsafe")
+    return a
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("call", sorted(_CAST_CALLS))
+@differential()
+def test_calls_cast_floats_to_integers_as_numpys(xp, call, dtype):
+    # NumPy converts each float as the host's C does (on x86-64 through int64: 300.0 into int8 is
+    # 44, NaN and infinities int64's lowest); every call that converts device floats into an
+    # integer dtype gives those values
+    v = xp.asarray(numpy.array([300.75, -2.5, 1e10, numpy.nan, -129.7, numpy.inf, 2.5e9, -3e9, 65535.5, -0.5]))
+    with numpy.errstate(all="ignore"):
+        return _CAST_CALLS[call](xp, v, dt=numpy.dtype(dtype))
+
+
 _OVERLAPPING_COPIES = {
     "forward_wider_source": lambda a: a.__setitem__(slice(2, 7), a[::2]),
     "wider_destination": lambda a: a.__setitem__(slice(None, None, 2), a[2:7]),

@@ -124,7 +124,7 @@ class EmulatedBackend(ArrayModuleBackend):
             own = self._own_ufunc(ufunc, inputs, kwargs, loop=loop)
             if own is not None:
                 return own
-        return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs)))
+        return self._held(self._as_device_result(super().call_ufunc(ufunc, method, inputs, kwargs, loop)))
 
     def mask_positions(self, mask: Any) -> Any:
         return self._held(super().mask_positions(mask))

@@ -110,6 +110,23 @@ _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+#: NumPy functions that convert their array operands into the dtype they are asked for (or into
+#: their destination's) before computing, and which operands those are. CuPy converts them in its
+#: own kernels, whose float -> integer conversions saturate (300.0 into int8 is 127; NumPy's 44);
+#: ArrayModuleBackend._converted converts them first as NumPy does. "first": the first argument;
+#: "nan0"/"nan1": the first, its NaNs replaced by 0 or 1 first (NumPy's nansum and nanprod);
+#: "sequence": each array of the first argument (under ``casting``); "operands": einsum's arrays (of two or more);
+#: "copyto": the source, into the destination's dtype; "fill"/"fill_like": full's fill value.
+_CONVERTS_OPERANDS: dict[Callable[..., Any], str] = {
+    numpy.sum: "first", numpy.prod: "first", numpy.cumsum: "first", numpy.cumprod: "first", numpy.mean: "first",
+    numpy.trace: "first", numpy.ascontiguousarray: "first",
+    numpy.nansum: "nan0", numpy.nancumsum: "nan0", numpy.nanprod: "nan1", numpy.nancumprod: "nan1",
+    numpy.concatenate: "sequence", numpy.stack: "sequence", numpy.hstack: "sequence", numpy.vstack: "sequence",
+    numpy.dstack: "sequence", numpy.einsum: "operands", numpy.copyto: "copyto", numpy.full: "fill",
+    numpy.full_like: "fill_like",
+}
+
+
 class ArrayModuleBackend(Compositions, Backend):
     """A backend whose native arrays come from an array module with NumPy's API (CuPy)."""
 
@@ -247,10 +264,29 @@ class ArrayModuleBackend(Compositions, Backend):
             if ufunc in (numpy.frexp, numpy.modf) and not kwargs and self.is_native(inputs[0]) and \
                     inputs[0].dtype == numpy.float32:  # (CuPy's float32 kernels flush subnormals)
                 return (self.frexp_float32 if ufunc is numpy.frexp else self.modf_float32)(inputs[0])
+            if loop is not None and kwargs.get("casting") == "unsafe":  # (NumPy's loop converts its inputs)
+                inputs = tuple(self._converted(x, dt) for x, dt in zip(inputs, loop[:ufunc.nin]))
+            out = kwargs.get("out")
+            if out is not None and kwargs.get("casting") == "unsafe":
+                targets = out if isinstance(out, tuple) else (out,)
+                if any(self.is_native(t) and t.dtype.kind in "iu" for t in targets):
+                    # (NumPy's loop computes floats, then converts them into integer out= as it casts)
+                    rest = {k: v for k, v in kwargs.items() if k not in ("out", "casting")}
+                    results = getattr(xp, name)(*inputs, **rest)
+                    results = results if isinstance(results, tuple) else (results,)
+                    written = []
+                    for t, r in zip(targets, results):
+                        if t is not None:
+                            t[...] = self._converted(r, t.dtype)
+                        written.append(r if t is None else t)
+                    return written[0] if ufunc.nout == 1 else tuple(written)
             return getattr(xp, name)(*inputs, **kwargs)
         if method in ("reduce", "accumulate"):
             kwargs = dict(kwargs)
             kwargs.setdefault("axis", 0)
+            dtype = kwargs.get("dtype")
+            if dtype is not None and self._converts_floats(inputs[0], dtype):
+                inputs = (self._method_astype(inputs[0], dtype), *inputs[1:])  # (NumPy's reduce converts first)
             out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
             target = out[0] if isinstance(out, tuple) else out
             function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
@@ -356,6 +392,94 @@ class ArrayModuleBackend(Compositions, Backend):
             return accepted.issuperset(kwargs)
         return _UNSUPPORTED_KWARGS.isdisjoint(kwargs)
 
+    def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        how = _CONVERTS_OPERANDS.get(func)
+        if how is not None:
+            args, kwargs = self._operands_converted(how, func, args, kwargs)
+        elif func is numpy.clip and kwargs.get("casting") == "unsafe":
+            out = kwargs.get("out")
+            if self.is_native(out) and self._converts_floats(args[0], out.dtype):
+                rest = {k: v for k, v in kwargs.items() if k not in ("out", "casting")}
+                out[...] = self._converted(super().call_function(func, args, rest), out.dtype)
+                return out
+        return super().call_function(func, args, kwargs)
+
+    def _converts_floats(self, x: Any, dtype: Any) -> bool:
+        """Whether converting native ``x`` into ``dtype`` is a float -> integer conversion, which
+        CuPy's kernels saturate and NumPy's wrap (as the host's C conversion does)."""
+        if not self.is_native(x) or x.dtype.kind != "f":
+            return False
+        dtype = numpy.dtype(dtype)
+        return dtype.kind in "iu" and _table.is_supported_dtype(x.dtype) and _table.is_supported_dtype(dtype)
+
+    def _converted(self, x: Any, dtype: Any) -> Any:
+        """Native ``x`` in ``dtype`` where CuPy would convert it otherwise than NumPy (npgpu's cast
+        kernel); anything else unchanged (converted where it is used)."""
+        return self._method_astype(x, dtype) if self._converts_floats(x, dtype) else x
+
+    def _operands_converted(self, how: str, func: Callable[..., Any], args: tuple[Any, ...],
+                            kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``args`` and ``kwargs`` of ``func`` with the operands it converts (_CONVERTS_OPERANDS'
+        ``how``) converted as NumPy converts them; unchanged where nothing converts floats to integers."""
+        xp = self.xp
+        if how in ("first", "nan0", "nan1"):
+            dtype = dtype_argument(func, args, kwargs)
+            if not dtype or not args or not self._converts_floats(args[0], dtype):
+                return args, kwargs
+            a = args[0]
+            if how != "first":
+                a = xp.where(xp.isnan(a), xp.asarray(0 if how == "nan0" else 1, a.dtype), a)
+            return (self._method_astype(a, dtype), *args[1:]), kwargs
+        if how in ("sequence", "operands"):
+            dtype = kwargs.get("dtype")
+            if dtype is None:
+                return args, kwargs
+            dtype = numpy.dtype(dtype)
+            casting = kwargs.get("casting", "same_kind" if how == "sequence" else "safe")
+            if how == "sequence":
+                if not args or not isinstance(args[0], (list, tuple)):
+                    return args, kwargs
+                return (self._each_converted(args[0], dtype, casting), *args[1:]), kwargs
+            if len(args) < 3:  # (one operand whose subscripts only rearrange it: NumPy's view, no conversion)
+                return args, kwargs
+            return (args[0], *self._each_converted(args[1:], dtype, casting)), kwargs
+        if how == "copyto":
+            dst = args[0] if args else kwargs.get("dst")
+            position = 1 if len(args) > 1 else None
+            src = args[1] if position else kwargs.get("src")
+            casting = args[2] if len(args) > 2 else kwargs.get("casting", "same_kind")
+            if not self.is_native(dst) or not numpy.can_cast(getattr(src, "dtype", numpy.float64), dst.dtype, casting):
+                return args, kwargs
+            src = self._value_converted(src, dst.dtype)
+        else:  # fill, fill_like: full(shape, fill_value, dtype), full_like(a, fill_value, dtype)
+            dtype = dtype_argument(func, args, kwargs)
+            if how == "fill_like" and dtype is None and args:
+                dtype = getattr(args[0], "dtype", None)
+            position = 1 if len(args) > 1 else None
+            src = args[1] if position else kwargs.get("fill_value")
+            if not dtype or src is None:
+                return args, kwargs
+            src = self._value_converted(src, dtype)
+        if position:
+            return (*args[:position], src, *args[position + 1:]), kwargs
+        return args, {**kwargs, "src" if how == "copyto" else "fill_value": src}
+
+    def _each_converted(self, arrays: Any, dtype: numpy.dtype, casting: str) -> list[Any]:
+        return [self._method_astype(x, dtype) if self._converts_floats(x, dtype) and
+                numpy.can_cast(x.dtype, dtype, casting) else x for x in arrays]
+
+    def _value_converted(self, value: Any, dtype: Any) -> Any:
+        """A value written into memory of ``dtype``: a native as NumPy converts it (npgpu's cast
+        kernel), a host float as NumPy's array cast converts it (with its warnings)."""
+        dtype = numpy.dtype(dtype)
+        if self.is_native(value):
+            return self._converted(value, dtype)
+        if dtype.kind in "iu" and (type(value) is float or isinstance(value, (numpy.floating, numpy.ndarray))) \
+                and numpy.asarray(value).dtype.kind == "f":
+            host = numpy.asarray(value).astype(dtype)
+            return host[()] if host.ndim == 0 else host
+        return value
+
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
     def _round(self, a: Any, decimals: int = 0, out: Any = None) -> Any:
         """NumPy's round of floats (Backend.numpy_round); other dtypes and arguments: CuPy's."""
@@ -416,8 +540,11 @@ class ArrayModuleBackend(Compositions, Backend):
             return result.T if fortran else result
         return a.astype(dtype, order=order, copy=copy)
 
-    @staticmethod
-    def _method_fill(a: Any, value: Any) -> None:
+    def _method_fill(self, a: Any, value: Any) -> None:
+        if not self.is_native(value):  # (NumPy's conversion of the value, and its errors: 300.0 into int8)
+            probe = numpy.empty((), a.dtype)
+            probe.fill(value)
+            value = probe[()]
         a.fill(value)
 
     @staticmethod

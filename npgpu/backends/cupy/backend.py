@@ -186,7 +186,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                 if remainder is not None:
                     self._eager_errors(ufunc, inputs, (quotient, remainder))
                     return quotient, remainder
-        result = super().call_ufunc(ufunc, method, inputs, kwargs)
+        result = super().call_ufunc(ufunc, method, inputs, kwargs, loop)
         if method == "__call__":
             self._eager_errors(ufunc, inputs, result)
         elif method == "reduce" and ufunc in (numpy.add, numpy.multiply) and self.is_native(inputs[0]):

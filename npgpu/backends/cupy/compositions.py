@@ -98,6 +98,7 @@ class Compositions:
     run_fused: Any
     _eager_graph: Any
     _method_astype: Any
+    _converts_floats: Any
 
     def _read(self, *values: Any) -> list[Any]:
         """Device scalars (0-d results of reductions) read back in one transfer."""
@@ -140,6 +141,10 @@ class Compositions:
         'clip' as NumPy's (CuPy's take has no mode and wraps every index)."""
         mode = _clip_mode(mode)
         xp = self.xp
+        if out is not None and self.is_native(out) and self._converts_floats(a, out.dtype):
+            # (NumPy takes into a copy of a's dtype, then casts it into out)
+            out[...] = self._method_astype(self.take(a, indices, axis, None, mode), out.dtype)
+            return out
         if axis is None:
             size, position = a.size, 0
         else:
@@ -226,12 +231,17 @@ class Compositions:
         for inhomogeneous ones), dtype (as NumPy discovers the leaves' types), casts and copy=False
         error (CuPy's concatenates only arrays of one shape and ignores copy=False there)."""
         if not isinstance(obj, (list, tuple)):
+            if dtype is not None and copy is not False and self._converts_floats(obj, dtype):
+                result = self._method_astype(obj, dtype, order=order if order in ("C", "F", "A") else "K")
+                return result.reshape((1,) * (ndmin - result.ndim) + result.shape) if ndmin > result.ndim else result
             return self.xp.array(obj, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
         return self._from_sequence(obj, dtype, copy, order, ndmin)
 
     def asarray(self, a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None) -> Any:
         """NumPy's asarray (``array`` for sequences)."""
         if not isinstance(a, (list, tuple)):
+            if dtype is not None and copy is not False and self._converts_floats(a, dtype):
+                return self._method_astype(a, dtype, order=order if order in ("C", "F", "A") else "K")
             return self.xp.asarray(a, dtype, order, copy=copy)
         return self._from_sequence(a, dtype, copy, order, 0)
 
