@@ -275,8 +275,13 @@ def _copied_into(xp, v, dt):
 def test_calls_cast_floats_to_integers_as_numpys(xp, call, dtype):
     # NumPy converts each float as the host's C does (on x86-64 through int64: 300.0 into int8 is
     # 44, NaN and infinities int64's lowest); every call that converts device floats into an
-    # integer dtype gives those values
-    v = xp.asarray(numpy.array([300.75, -2.5, 1e10, numpy.nan, -129.7, numpy.inf, 2.5e9, -3e9, 65535.5, -0.5]))
+    # integer dtype gives those values. (NumPy's own uint32 conversions of values outside int64's
+    # low 32 bits' reach differ between its SIMD loop and its scalar one: 1e10 is 0 in an array of
+    # ten, 1410065408 in an array of one; the uint32 values stay where both loops agree.)
+    values = [300.75, -2.5, 1e10, numpy.nan, -129.7, numpy.inf, 2.5e9, -3e9, 65535.5, -0.5]
+    if dtype == "uint32":
+        values = [300.75, -2.5, 4.2e9, 1.5, -129.7, 65536.25, 2.5e9, -7.0, 65535.5, -0.5]
+    v = xp.asarray(numpy.array(values))
     with numpy.errstate(all="ignore"):
         return _CAST_CALLS[call](xp, v, dt=numpy.dtype(dtype))
 

@@ -67,6 +67,7 @@ _UNSUPPORTED_KWARGS = frozenset({"where", "initial", "like", "subok", "equal_nan
 # ufunc methods routed per ufunc: reduce/accumulate go through CuPy's reduction functions (reduce:
 # the function of _ops.UFUNC_REDUCTIONS, add -> sum; accumulate: these).
 _UFUNC_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+_EINSUM_KWARGS = frozenset({"optimize"})  # (CuPy's einsum takes no out= nor casting=)
 _UFUNC_CALL_KWARGS = frozenset({"out", "dtype", "casting"})
 _REDUCE_KWARGS = frozenset({"axis", "dtype", "out", "keepdims"})
 
@@ -115,14 +116,14 @@ _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 #: own kernels, whose float -> integer conversions saturate (300.0 into int8 is 127; NumPy's 44);
 #: ArrayModuleBackend._converted converts them first as NumPy does. "first": the first argument;
 #: "nan0"/"nan1": the first, its NaNs replaced by 0 or 1 first (NumPy's nansum and nanprod);
-#: "sequence": each array of the first argument (under ``casting``); "operands": einsum's arrays (of two or more);
-#: "copyto": the source, into the destination's dtype; "fill"/"fill_like": full's fill value.
+#: "sequence": each array of the first argument (under ``casting``); "copyto": the source, into the
+#: destination's dtype; "fill"/"fill_like": full's fill value.
 _CONVERTS_OPERANDS: dict[Callable[..., Any], str] = {
     numpy.sum: "first", numpy.prod: "first", numpy.cumsum: "first", numpy.cumprod: "first", numpy.mean: "first",
     numpy.trace: "first", numpy.ascontiguousarray: "first",
     numpy.nansum: "nan0", numpy.nancumsum: "nan0", numpy.nanprod: "nan1", numpy.nancumprod: "nan1",
     numpy.concatenate: "sequence", numpy.stack: "sequence", numpy.hstack: "sequence", numpy.vstack: "sequence",
-    numpy.dstack: "sequence", numpy.einsum: "operands", numpy.copyto: "copyto", numpy.full: "fill",
+    numpy.dstack: "sequence", numpy.copyto: "copyto", numpy.full: "fill",
     numpy.full_like: "fill_like",
 }
 
@@ -384,6 +385,8 @@ class ArrayModuleBackend(Compositions, Backend):
         if func in (numpy.array, numpy.asarray, numpy.asanyarray) and args and isinstance(args[0], (list, tuple)) \
                 and not numeric_sequence(args[0]):
             return False  # (a sequence of other objects: NumPy's)
+        if func is numpy.einsum and not _EINSUM_KWARGS.issuperset(kwargs):
+            return False  # (dtype=: NumPy's conversions, which a view result skips; casting=, out=: not CuPy's)
         if func is numpy.tri and not all(hasattr(type(n), "__index__") for n in (*args[:2], kwargs.get("N"),
                                                                                 kwargs.get("M")) if n is not None):
             return False  # a non-integer N or M (NumPy 2.5 deprecates them): NumPy's
@@ -430,19 +433,15 @@ class ArrayModuleBackend(Compositions, Backend):
             if how != "first":
                 a = xp.where(xp.isnan(a), xp.asarray(0 if how == "nan0" else 1, a.dtype), a)
             return (self._method_astype(a, dtype), *args[1:]), kwargs
-        if how in ("sequence", "operands"):
+        if how == "sequence":
             dtype = kwargs.get("dtype")
-            if dtype is None:
+            if dtype is None or not args or not isinstance(args[0], (list, tuple)):
                 return args, kwargs
             dtype = numpy.dtype(dtype)
-            casting = kwargs.get("casting", "same_kind" if how == "sequence" else "safe")
-            if how == "sequence":
-                if not args or not isinstance(args[0], (list, tuple)):
-                    return args, kwargs
-                return (self._each_converted(args[0], dtype, casting), *args[1:]), kwargs
-            if len(args) < 3:  # (one operand whose subscripts only rearrange it: NumPy's view, no conversion)
-                return args, kwargs
-            return (args[0], *self._each_converted(args[1:], dtype, casting)), kwargs
+            casting = kwargs.get("casting", "same_kind")
+            converted = [self._method_astype(x, dtype) if self._converts_floats(x, dtype) and
+                         numpy.can_cast(x.dtype, dtype, casting) else x for x in args[0]]
+            return (converted, *args[1:]), kwargs
         if how == "copyto":
             dst = args[0] if args else kwargs.get("dst")
             position = 1 if len(args) > 1 else None
@@ -463,10 +462,6 @@ class ArrayModuleBackend(Compositions, Backend):
         if position:
             return (*args[:position], src, *args[position + 1:]), kwargs
         return args, {**kwargs, "src" if how == "copyto" else "fill_value": src}
-
-    def _each_converted(self, arrays: Any, dtype: numpy.dtype, casting: str) -> list[Any]:
-        return [self._method_astype(x, dtype) if self._converts_floats(x, dtype) and
-                numpy.can_cast(x.dtype, dtype, casting) else x for x in arrays]
 
     def _value_converted(self, value: Any, dtype: Any) -> Any:
         """A value written into memory of ``dtype``: a native as NumPy converts it (npgpu's cast

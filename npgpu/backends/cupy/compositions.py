@@ -141,10 +141,14 @@ class Compositions:
         'clip' as NumPy's (CuPy's take has no mode and wraps every index)."""
         mode = _clip_mode(mode)
         xp = self.xp
-        if out is not None and self.is_native(out) and self._converts_floats(a, out.dtype):
-            # (NumPy takes into a copy of a's dtype, then casts it into out)
-            out[...] = self._method_astype(self.take(a, indices, axis, None, mode), out.dtype)
-            return out
+        if out is not None and self.is_native(out) and out.dtype != a.dtype:
+            # NumPy's warnings for an out= of another dtype (NumPy 2.5 deprecates another kind), from
+            # its own take of stand-ins: they depend on the dtypes alone
+            numpy.take(numpy.zeros(1, a.dtype), numpy.zeros(1, numpy.intp), out=numpy.zeros(1, out.dtype))
+            if self._converts_floats(a, out.dtype):
+                # (NumPy takes into a copy of a's dtype, then casts it into out)
+                out[...] = self._method_astype(self.take(a, indices, axis, None, mode), out.dtype)
+                return out
         if axis is None:
             size, position = a.size, 0
         else:
