@@ -10,6 +10,7 @@ import warnings
 
 import numpy
 import pytest
+from conftest import BACKEND_PARAMS
 
 import npgpu
 from npgpu._harness import backend_context, differential
@@ -173,15 +174,11 @@ _LAYOUTS = {
 
 @pytest.mark.parametrize("fusion", [True, False])
 @pytest.mark.parametrize("case", sorted(_LAYOUTS))
-@pytest.mark.parametrize("backend", ["emulated", pytest.param("opencl", marks=pytest.mark.opencl)])
+@pytest.mark.parametrize("backend", [p for p in BACKEND_PARAMS if p.values[0] in ("emulated", "opencl", "cupy")])
 def test_elementwise_results_keep_numpys_memory_order(backend, case, fusion):
     # NumPy lays an elementwise result out in its operands' memory order (a.T * 2 is F-ordered):
-    # strides, flags and order="K" reads show it. PoCL's results were C-ordered
-    # (np.ravel(a.T * 2, order="K") gave another order of the values). CuPy's still are: README.
-    from conftest import _OPENCL_REASON
-
-    if backend == "opencl" and _OPENCL_REASON is not None:
-        pytest.skip(_OPENCL_REASON)
+    # strides, flags and order="K" reads show it. PoCL's and CuPy's fused kernels' results were
+    # C-ordered (np.ravel(a.T * 2, order="K") gave another order of the values).
     host = numpy.arange(24.0).reshape(4, 6)
     want = _LAYOUTS[case](numpy, host)
     with backend_context(backend, fusion=fusion):

@@ -55,6 +55,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         self._kernels: dict[Any, Any] = {}
         #: (extents, each operand's strides) -> the strided kernel's packed geometry argument
         self._geometries: dict[tuple[Any, ...], Any] = {}
+        #: (shape, operands' shapes and strides) -> () where a new result is C-ordered, else the
+        #: shape of its memory in NumPy's order and the transpose that views it (run_fused)
+        self._layouts: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._small_reductions: dict[tuple[Any, ...], Any] = {}  # (_small_map_reduce's plans, or False)
         # (an index outside its axis raises the one flag every index array of a key shares)
         self._outside_kernel = cupy.ElementwiseKernel(
@@ -201,10 +204,42 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             # "invalid value", as its errstate says; CuPy gives the NaN silently), from NumPy's
             # own mean of an empty stand-in: nothing to compute, its reports exactly NumPy's
             numpy.mean(numpy.empty(args[0].shape, args[0].dtype), *args[1:], **kwargs)
+        if func is numpy.where and len(args) == 3 and not kwargs:
+            selected = self._where_in_operands_order(*args)
+            if selected is not None:
+                return selected
         result = super().call_function(func, args, kwargs)
         if func in _CHECKED_REDUCTIONS and args and self.is_native(args[0]):
             self._reduction_errors(args[0], result)
         return result
+
+    def _where_in_operands_order(self, condition: Any, x: Any, y: Any) -> Any:
+        """where(condition, x, y) laid out in its operands' memory order, as NumPy's is (a select
+        kernel of the code generator; CuPy's where is C-ordered); None where that order is C's or
+        a dtype is not the code generator's (CuPy's where runs it)."""
+        ops = (condition, x, y)
+        arrays = [o for o in ops if self.is_native(o)]
+        if not arrays or all(a._c_contiguous for a in arrays) or max(a.ndim for a in arrays) < 2:
+            return None
+        if not all(self.is_native(o) or type(o) in (bool, int, float) for o in ops):
+            return None
+        dt = numpy.result_type(*(o.dtype if self.is_native(o) else o for o in (x, y)))
+        dts = tuple(o.dtype if self.is_native(o) else numpy.dtype(bool) if i == 0 else dt for i, o in enumerate(ops))
+        if dt.kind not in "biuf" or not all(_table.is_supported_dtype(d) for d in (*dts, dt)):
+            return None
+        shape = numpy.broadcast_shapes(*(o.shape if self.is_native(o) else () for o in ops))
+        if not self._result_layout(shape, tuple((a.shape, a.strides) for a in arrays)):
+            return None  # (C order: CuPy's where)
+        kinds = tuple("array" if self.is_native(o) else "scalar" for o in ops)
+
+        def build() -> Any:
+            b = ir.GraphBuilder()
+            nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
+            return b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
+
+        graph = self._eager_graph(("where", kinds, dts, dt), build)
+        scalars = [d.type(o) for o, k, d in zip(ops, kinds, dts, strict=True) if k == "scalar"]
+        return self.run_fused(graph, arrays, scalars, shape)
 
     def _reduction_errors(self, values: Any, result: Any) -> None:
         """A sum, product or mean reports what NumPy's reduce reports ("overflow encountered in
@@ -422,8 +457,18 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     def run_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...],
                   out: Any = None, errors: Any = None) -> Any:
         cp = self.xp
+        dense = False  # (out: a new result in an order of NumPy's other than C's, dense in it)
+        operands = None  # (the inputs' shapes and strides, where read: CuPy builds each tuple per read)
         if out is None:
-            out = cp.ndarray(shape, graph.out_dtypes[0])  # (cupy.empty, less one Python layer)
+            if len(shape) > 1:
+                for x in inputs:
+                    if not x._c_contiguous:
+                        operands = tuple([(x.shape, x.strides) for x in inputs])
+                        out = self._result_in_operands_order(shape, graph.out_dtypes[0], operands)
+                        dense = out is not None
+                        break
+            if out is None:
+                out = cp.ndarray(shape, graph.out_dtypes[0])  # (cupy.empty, less one Python layer)
         size = out.size
         contiguous = size and out._c_contiguous  # (CuPy's flags property builds an object per call)
         if contiguous:
@@ -431,6 +476,10 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                 if not x._c_contiguous or x.size != size:
                     contiguous = False
                     break
+        elif size and (dense or out._f_contiguous):
+            # operands laid out as the output is (a.T + a.T into an F-ordered result): one run over
+            # memory, each pointer its array's lowest address (the strides are positive and equal)
+            contiguous = _laid_out_as(out, inputs)
         if contiguous:
             key = ir.canonical(graph)  # (equal graphs made apart share one key object: no deep compare)
             built = self._kernels.get(key)
@@ -454,23 +503,48 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         # each argument of a launch, and a stencil statement repeats its geometry every iteration.
         # An operand broadcast to the shape has stride 0 along the dimensions it lacks or has as 1
         # (computed here, not by CuPy's broadcast_to and reshape: two views a launch).
-        key = (full, *((x.shape, x.strides) for x in arrays))
+        key = (full, *(operands or [(x.shape, x.strides) for x in inputs]), (out.shape, out.strides))
         geometry = self._geometries.get(key)
         if geometry is None:
             if len(self._geometries) >= _GEOMETRIES_MAX:
                 self._geometries.clear()
-            strides: list[int] = []
+            per_array: list[list[int]] = []
             for x in arrays:
                 lead = ndim - x.ndim
-                strides += [0] * lead + [0 if n == 1 and d != 1 else st
-                                         for n, st, d in zip(x.shape, x.strides, full[lead:], strict=True)]
+                per_array.append([0] * lead + [0 if n == 1 and d != 1 else st
+                                               for n, st, d in zip(x.shape, x.strides, full[lead:], strict=True)])
+            # The threads walk the output's memory order (its axes by decreasing stride): consecutive
+            # threads write consecutive addresses of an F-ordered result, as of a C-ordered one
+            axes = sorted(range(ndim), key=lambda d: -abs(per_array[-1][d])) if ndim > 1 else [0]
+            strides = [st[d] for st in per_array for d in axes]
             # (each pointer is its array's first element: offsets 0)
-            geometry = self._geometries[key] = codegen.pack_geometry([0] * len(arrays) + [size, *full] + strides)
+            geometry = self._geometries[key] = codegen.pack_geometry(
+                [0] * len(arrays) + [size, *(full[d] for d in axes)] + strides)
         block = 256
         kernel(((size + block - 1) // block,), (block,),
                (*arrays, *scalars, geometry, *self._error_arguments(graph, errors)))
         return out
 
+    def _result_in_operands_order(self, shape: tuple[int, ...], dtype: numpy.dtype,
+                                  operands: tuple[tuple[Any, Any], ...]) -> Any:
+        """A new result of ``shape`` laid out in the memory order NumPy gives it from these operands
+        (kernels/order.result_axes: ``a.T * 2`` is F-ordered, as ``a.T`` is) from the operands'
+        (shape, strides); None where that is C order."""
+        layout = self._result_layout(shape, operands)
+        return self.xp.ndarray(layout[0], dtype).transpose(layout[1]) if layout else None
+
+    def _result_layout(self, shape: tuple[int, ...], operands: tuple[tuple[Any, Any], ...]) -> tuple[Any, ...]:
+        """() where NumPy lays an elementwise result of these operands out in C order, else the
+        shape of its memory and the transpose that views it as ``shape`` (kept per layout)."""
+        key = (shape, *operands)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(self._layouts) >= _GEOMETRIES_MAX:
+                self._layouts.clear()
+            axes = _order.result_axes(shape, list(operands))
+            layout = self._layouts[key] = (() if axes is None else
+                                           (tuple(shape[d] for d in axes), tuple(numpy.argsort(axes).tolist())))
+        return layout
 
     def reduce_fused(self, graph: Any, inputs: list[Any], scalars: list[Any], shape: tuple[int, ...], op: str,
                      axes: tuple[int, ...], errors: Any = None, reduce_check: int = 0) -> Any:
@@ -629,6 +703,17 @@ SMALL_REDUCE_VALUES = 1 << 20
 _SMALL_REDUCE_BLOCK = 128
 #: Packed geometries a CuPy backend keeps (a loop's statements repeat a few; cleared when full)
 _GEOMETRIES_MAX = 1024
+
+
+def _laid_out_as(out: Any, inputs: list[Any]) -> bool:
+    """Whether every operand has ``out``'s shape and strides (in elements): one run over memory."""
+    for x in inputs:
+        if x.shape != out.shape or x.size != out.size:
+            return False
+        for a, b in zip(x.strides, out.strides, strict=True):
+            if a * out.itemsize != b * x.itemsize:
+                return False
+    return True
 #: dtype characters naming the same type as another's that NumPy prefers: longlong/ulonglong where
 #: long is 8 bytes (Linux), long/ulong where it is 4 and longlong 8 (Windows)
 _ALIASED_CHARS = frozenset(c for c in "qQlLiI" if numpy.dtype(numpy.dtype(c).str).char != c)
