@@ -67,6 +67,17 @@ def _opencl_reason() -> str | None:
 
 _OPENCL_REASON = _opencl_reason()
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``opencl`` skip, saying why, where no OpenCL device can run npgpu's kernels
+    (PoCL's LLVM 14 builds nothing on CPUs it doesn't know), as GPU tests skip without a GPU."""
+    if _OPENCL_REASON is None:
+        return
+    skip = pytest.mark.skip(reason=f"npgpu's OpenCL backend can't run here: {_OPENCL_REASON}")
+    for item in items:
+        if item.get_closest_marker("opencl") is not None:
+            item.add_marker(skip)
+
+
 BACKEND_PARAMS = [
     pytest.param("off", id="off"),
     pytest.param("numpy", id="numpy"),

@@ -87,10 +87,8 @@ def test_ufuncs_are_numpys_own_objects_and_functions_are_wrapped():
     assert npgpu.linalg.solve is not numpy.linalg.solve and npgpu.fft.fft is not numpy.fft.fft
 
 
-@pytest.mark.parametrize("backend", ["emulated", "opencl"])
+@pytest.mark.parametrize("backend", ["emulated", pytest.param("opencl", marks=pytest.mark.opencl)])
 def test_large_host_operands_of_functions_move_to_the_device(backend):
-    if backend == "opencl":
-        pytest.importorskip("pyopencl")
     host = numpy.arange(64.0)  # 512 bytes
     with npgpu.enable(backend, threshold=256):
         joined = npgpu.concatenate((host, host))  # arrays inside a tuple count: 1 KiB, uploaded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import warnings
 from typing import Any, ClassVar, NoReturn
 
@@ -89,7 +90,9 @@ class Device(Backend):
                 cls._probed[key] = None
                 cls._probe_contexts[key] = context
             except cl.Error as exc:  # the build (or context) failed; the message holds its log
-                log = " ".join(str(exc).split())
+                # (without the objects' addresses pyopencl's message names: the reason is the same
+                # text in every process, as `npgpu info --json` reports it)
+                log = re.sub(r" at 0x[0-9a-fA-F]+", "", " ".join(str(exc).split()))
                 cls._probed[key] = (f"the OpenCL device {chosen.name.strip()!r} can't build kernels here: "
                                     f"{log[:300]}")
         return cls._probed[key]
