@@ -459,7 +459,7 @@ _SETITEM = numpy.ndarray.__setitem__
 def _check_broadcast(value_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
     """NumPy's error where a value of ``value_shape`` does not broadcast into a view of ``shape``
     (leading unit dimensions of the value are dropped, as NumPy's assignment drops them)."""
-    extra = len(value_shape) - len(shape)
+    extra = max(len(value_shape) - len(shape), 0)
     if any(n != 1 for n in value_shape[:extra]) or any(
             s != d and s != 1 for s, d in zip(reversed(value_shape), reversed(shape))):
         _raise_broadcast_error(value_shape, shape)

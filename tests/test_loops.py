@@ -263,7 +263,10 @@ def test_a_different_dtype_or_shape_is_cast_and_broadcast_as_numpy_does(device_b
 _COPIES = ["a[1:] = a[:-1]", "a[:-1] = a[1:]", "a[::-1] = a", "a[:, 0] = a[0, :4]", "a[0] = a[1]",
            "a[1:3] = a[0:1]", "a[1:3] = a[None, 0:2]", "a[1:3] = a[None, None, 0:2]", "a[..., 1] = a[:, 2]",
            "a[2:2] = a[0:0]", "a.T[1:3] = a.T[0:2]", "a[1:, 1:] = a[:-1, :-1]", "a[0, 0] = a[1, 1]",
-           "a[1:3] = a[0:3]", "a[1:3] = a[None, None, 0:1, 0:2]"]
+           "a[1:3] = a[0:3]", "a[1:3] = a[None, None, 0:1, 0:2]",
+           # (values of two dimensions into views of more: they raised AssertionError, a bound check
+           # read the value's leading dimensions with a negative count; found by tools/fuzz_programs.py)
+           "a[None, 1:3] = a[0:2]", "a[None, None, 1:3] = a[0:2, :1]", "a[None, 1:3] = a[0:3, :1]"]
 
 
 @pytest.mark.parametrize("dtype", [numpy.float64, numpy.int8, numpy.bool_, numpy.complex128])
