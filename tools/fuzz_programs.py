@@ -1,0 +1,346 @@
+"""Random NumPy programs run by NumPy and by npgpu, compared value for value.
+
+``python tools/fuzz_programs.py --backend cupy --seeds 0:200 [--statements 12] [--fusion off]``
+
+Each seed makes one program of a few statements over small arrays of mixed dtypes: ufuncs with
+arrays and Python scalars, reductions, views (transposes, slices, reversals), casts, in-place
+operators, writes by slices, masks and index arrays, ``where``, ``clip``, ``concatenate`` and
+element reads. The program is written while NumPy runs it (so that every statement is one NumPy
+accepts or rejects for a reason of its own), then run again by npgpu under ``--backend`` with
+placement from the first byte. Every array the program made, every element it read and the type
+of every exception it raised must be NumPy's: dtypes and shapes exactly; integers, bools and the
+results of correctly rounded float operations bit for bit (NaN where NumPy has NaN, the sign of
+zero included); anything computed by a transcendental function (exp, log, sin, power, ...) within
+a few units in the last place, as the README documents. A mismatch prints the program and the
+first difference; the exit status is 1 if any seed mismatched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import npgpu  # noqa: E402
+
+DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float32", "float64")
+SHAPES = ((4, 6), (6,), (4, 1), (1, 6), (), (4, 6), (4, 6))
+#: correctly rounded (exact) ufuncs: their results must be NumPy's bits
+EXACT2 = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "maximum", "minimum", "fmax",
+          "fmin", "greater", "less_equal", "equal", "not_equal", "logical_and", "logical_xor", "copysign")
+INT2 = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "gcd")
+EXACT1 = ("negative", "absolute", "sqrt", "floor", "ceil", "rint", "trunc", "sign", "isnan", "isfinite", "square",
+          "logical_not", "signbit", "positive")
+#: computed by libraries that may differ from NumPy's in the last place
+INEXACT1 = ("exp", "log", "sin", "cos", "tanh", "arctan", "log1p", "expm1", "cbrt")
+INEXACT2 = ("power", "arctan2", "hypot")
+REDUCTIONS = ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "any", "all", "cumsum")
+SCALARS = (0, 1, 2, -1, 3, 7, 255, -128, 1000, 2.5, -0.5, 0.0, -0.0, 1e10, 0.1, True, False)
+
+
+def _value_array(rng: numpy.random.Generator, shape: tuple[int, ...], dtype: str) -> numpy.ndarray:
+    dt = numpy.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind == "f":
+        values = rng.choice(numpy.array([0.0, -0.0, 1.5, -2.25, 3.0, 1e-3, 7.75, -100.5, 1e6, 255.0, 0.5,
+                                         numpy.nan, numpy.inf, -numpy.inf, 65504.0, 1e-40]), shape)
+        return values.astype(dt)
+    info = numpy.iinfo(dt)
+    special = numpy.array([info.min, info.max, 0, 1, 2, 3, 7, 100], dtype=object)
+    values = rng.integers(max(info.min, -50), min(info.max, 50), shape, endpoint=True).astype(object)
+    mask = rng.random(shape) < 0.2
+    values[mask] = rng.choice(special, int(mask.sum()))
+    return numpy.array(values.tolist() if shape else values[()], dtype=dt)
+
+
+class Program:
+    """A program of statements, written while NumPy runs it."""
+
+    def __init__(self, seed: int, statements: int) -> None:
+        self.rng = numpy.random.default_rng(seed)
+        self.inputs: list[numpy.ndarray] = []
+        self.statements: list[tuple[Any, ...]] = []
+        env: list[Any] = []
+        inexact: list[bool] = []
+        for _ in range(3):
+            shape = SHAPES[int(self.rng.integers(len(SHAPES)))]
+            a = _value_array(self.rng, shape, DTYPES[int(self.rng.integers(len(DTYPES)))])
+            self.inputs.append(a)
+            env.append(a.copy())
+            inexact.append(False)
+        self.inexact = inexact
+        tries = 0
+        while len(self.statements) < statements and tries < statements * 20:
+            tries += 1
+            statement = self._statement(env)
+            if statement is None:
+                continue
+            self.statements.append(statement)
+            with numpy.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                execute(numpy, statement, env, inexact)
+
+    def _pick(self, env: list[Any], ndarray: bool = True) -> int | None:
+        slots = [i for i, a in enumerate(env) if isinstance(a, numpy.ndarray) or (not ndarray and a is not None)]
+        return int(self.rng.choice(slots)) if slots else None
+
+    def _scalar(self) -> Any:
+        return SCALARS[int(self.rng.integers(len(SCALARS)))]
+
+    def _statement(self, env: list[Any]) -> tuple[Any, ...] | None:
+        rng = self.rng
+        kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
+                           "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read"])
+        i = self._pick(env)
+        if i is None:
+            return None
+        a = env[i]
+        if kind in ("ufunc2", "inplace", "where"):
+            j = self._pick(env)
+            try:
+                numpy.broadcast_shapes(a.shape, env[j].shape)
+            except ValueError:
+                return None
+            if kind == "where":
+                k = self._pick(env)
+                try:
+                    numpy.broadcast_shapes(a.shape, env[j].shape, env[k].shape)
+                except ValueError:
+                    return None
+                return ("where", i, j, k)
+            names = EXACT2 + INT2 + INEXACT2 if kind == "ufunc2" else ("add", "subtract", "multiply", "true_divide",
+                                                                          "floor_divide", "bitwise_and", "maximum")
+            return (kind, str(rng.choice(names)), i, j)
+        if kind == "scalar2":
+            name = str(rng.choice(EXACT2 + INT2 + INEXACT2))
+            return ("scalar2", name, i, self._scalar(), bool(rng.random() < 0.3))
+        if kind == "ufunc1":
+            return ("ufunc1", str(rng.choice(EXACT1 + INEXACT1)), i)
+        if kind == "reduce":
+            axis = None if a.ndim == 0 or rng.random() < 0.4 else int(rng.integers(a.ndim))
+            return ("reduce", str(rng.choice(REDUCTIONS)), i, axis)
+        if kind == "view":
+            if a.ndim == 0:
+                return None
+            choice = str(rng.choice(["T", "reverse", "slice", "step", "ravel", "newaxis"]))
+            return ("view", choice, i, int(rng.integers(a.ndim)))
+        if kind == "astype":
+            return ("astype", i, str(rng.choice(DTYPES)))
+        if kind == "write_basic":
+            if a.ndim == 0:
+                return None
+            axis = int(rng.integers(a.ndim))
+            n = a.shape[axis]
+            start = int(rng.integers(n + 1))
+            key = tuple(slice(start, None, 1 + int(rng.integers(2))) if d == axis else slice(None)
+                        for d in range(a.ndim))
+            source = self._pick(env) if rng.random() < 0.5 else None
+            value = self._scalar() if source is None else source
+            return ("write_basic", i, key, value, source is not None)
+        if kind == "write_mask":
+            return ("write_mask", i, self._scalar(), self._scalar())
+        if kind == "write_index":
+            if a.ndim == 0 or a.shape[0] == 0:
+                return None
+            index = rng.integers(-a.shape[0], a.shape[0], int(rng.integers(1, 4))).tolist()
+            return ("write_index", i, index, self._scalar())
+        if kind == "clip":
+            return ("clip", i, self._scalar(), self._scalar())
+        if kind == "concat":
+            j = self._pick(env)
+            return ("concat", i, j)
+        if kind == "read":
+            if a.size == 0:
+                return None
+            return ("read", i, tuple(int(rng.integers(n)) for n in a.shape))
+        return None
+
+
+def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[bool]) -> None:
+    """Run one statement with ``xp`` (numpy or npgpu), appending what it made (None where it raised;
+    the exception type where it raised, as env's record of it)."""
+    kind = statement[0]
+    result: Any = None
+    taint = False
+    try:
+        if kind == "ufunc2":
+            name, i, j = statement[1:]
+            result = getattr(xp, name)(env[i], env[j])
+            taint = name in INEXACT2 or inexact[i] or inexact[j]
+        elif kind == "scalar2":
+            name, i, s, flipped = statement[1:]
+            result = getattr(xp, name)(s, env[i]) if flipped else getattr(xp, name)(env[i], s)
+            taint = name in INEXACT2 or inexact[i]
+        elif kind == "ufunc1":
+            name, i = statement[1:]
+            result = getattr(xp, name)(env[i])
+            taint = name in INEXACT1 or inexact[i]
+        elif kind == "reduce":
+            name, i, axis = statement[1:]
+            result = getattr(xp, name)(env[i], axis=axis)
+            taint = inexact[i] or name in ("sum", "mean", "cumsum", "prod")  # (orders of addition)
+        elif kind == "view":
+            how, i, axis = statement[1:]
+            a = env[i]
+            if how == "T":
+                result = a.T
+            elif how == "reverse":
+                result = a[(slice(None),) * axis + (slice(None, None, -1),)]
+            elif how == "slice":
+                result = a[(slice(None),) * axis + (slice(1, None),)]
+            elif how == "step":
+                result = a[(slice(None),) * axis + (slice(None, None, 2),)]
+            elif how == "ravel":
+                result = a.ravel()
+            else:
+                result = a[None]
+            taint = inexact[i]
+        elif kind == "astype":
+            i, dtype = statement[1:]
+            result = env[i].astype(dtype)
+            taint = inexact[i]
+        elif kind == "inplace":
+            name, i, j = statement[1:]
+            a = env[i]
+            if name == "add":
+                a += env[j]
+            elif name == "subtract":
+                a -= env[j]
+            elif name == "multiply":
+                a *= env[j]
+            elif name == "true_divide":
+                a /= env[j]
+            elif name == "floor_divide":
+                a //= env[j]
+            elif name == "bitwise_and":
+                a &= env[j]
+            else:
+                xp.maximum(a, env[j], out=a)
+            inexact[i] = inexact[i] or inexact[j]
+        elif kind == "write_basic":
+            i, key, value, is_slot = statement[1:]
+            env[i][key] = env[value] if is_slot else value
+            inexact[i] = inexact[i] or (is_slot and inexact[value])
+        elif kind == "write_mask":
+            i, bound, value = statement[1:]
+            a = env[i]
+            a[a > bound] = value
+        elif kind == "write_index":
+            i, index, value = statement[1:]
+            env[i][xp.asarray(numpy.array(index))] = value
+        elif kind == "where":
+            i, j, k = statement[1:]
+            result = xp.where(env[i], env[j], env[k])
+            taint = inexact[j] or inexact[k]
+        elif kind == "clip":
+            i, lo, hi = statement[1:]
+            result = xp.clip(env[i], lo, hi)
+            taint = inexact[i]
+        elif kind == "concat":
+            i, j = statement[1:]
+            result = xp.concatenate([env[i].ravel(), env[j].ravel()])
+            taint = inexact[i] or inexact[j]
+        elif kind == "read":
+            i, index = statement[1:]
+            result = env[i][index].item() if env[i].ndim else env[i].item()
+            taint = inexact[i]
+    except Exception as exc:  # the fuzz compares exception types; it runs no device call of its own
+        result = type(exc)
+    env.append(result)
+    inexact.append(taint)
+
+
+def _host(x: Any) -> Any:
+    return npgpu.asnumpy(x) if isinstance(x, npgpu.DeviceArray) else x
+
+
+def difference(expected: Any, got: Any, inexact: bool) -> str | None:
+    """Why ``got`` is not NumPy's ``expected``, or None."""
+    got = _host(got)
+    if isinstance(expected, type):
+        return None if isinstance(got, type) and issubclass(got, expected) else f"NumPy raised {expected.__name__}, " \
+            f"npgpu gave {got if isinstance(got, type) else type(got).__name__}"
+    if isinstance(got, type):
+        return f"npgpu raised {got.__name__}"
+    if isinstance(expected, (numpy.ndarray, numpy.generic)):
+        got = numpy.asarray(got) if isinstance(got, numpy.generic) else got
+        expected = numpy.asarray(expected)
+        if not isinstance(got, numpy.ndarray):
+            return f"expected an array, got {type(got).__name__}"
+        if got.dtype != expected.dtype or got.shape != expected.shape:
+            return f"dtype/shape {got.dtype}{got.shape} != {expected.dtype}{expected.shape}"
+        return _values(expected, got, inexact)
+    if type(got) is not type(expected):
+        return f"type {type(got).__name__} != {type(expected).__name__}"
+    return _values(numpy.asarray(expected), numpy.asarray(got), inexact)
+
+
+def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: bool) -> str | None:
+    if expected.dtype.kind in "fc":
+        nan = numpy.isnan(expected)
+        if not numpy.array_equal(nan, numpy.isnan(got)):
+            return f"NaN where NumPy has none (or the reverse): {got!r} != {expected!r}"
+        if inexact:
+            tol = 64 * numpy.finfo(expected.dtype).eps
+            close = numpy.isclose(got, expected, rtol=tol, atol=0, equal_nan=True)
+            return None if close.all() else f"values {got!r} != {expected!r}"
+        same = (got == expected) | nan
+        same &= numpy.signbit(got) == numpy.signbit(expected)
+        return None if same.all() else f"values {got!r} != {expected!r} (bits)"
+    return None if numpy.array_equal(got, expected) else f"values {got!r} != {expected!r}"
+
+
+def run_seed(seed: int, backend: str, statements: int, fusion: bool) -> str | None:
+    program = Program(seed, statements)
+    expected_env = [a.copy() for a in program.inputs]
+    expected_inexact = [False] * len(expected_env)
+    got_env: list[Any] = []
+    got_inexact = [False] * len(program.inputs)
+    with numpy.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in program.statements:
+            execute(numpy, s, expected_env, expected_inexact)
+        with npgpu.enable(backend, threshold=0, fusion=fusion):
+            got_env = [npgpu.asarray(a.copy()) for a in program.inputs]
+            for s in program.statements:
+                execute(npgpu, s, got_env, got_inexact)
+            got_env = [_host(x) for x in got_env]
+    for slot, (e, g, inexact) in enumerate(zip(expected_env, got_env, expected_inexact, strict=True)):
+        why = difference(e, g, inexact)
+        if why is not None:
+            lines = [f"seed {seed}: slot {slot}: {why}", "inputs:"]
+            lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" for k, a in enumerate(program.inputs)]
+            lines += [f"  [{len(program.inputs) + k}] {s!r}" for k, s in enumerate(program.statements)]
+            return "\n".join(lines)
+    return None
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--backend", default="emulated")
+    parser.add_argument("--seeds", default="0:100", help="start:stop")
+    parser.add_argument("--statements", type=int, default=12)
+    parser.add_argument("--fusion", choices=("on", "off"), default="on")
+    parser.add_argument("--max-reports", type=int, default=10)
+    args = parser.parse_args(argv)
+    start, stop = (int(x) for x in args.seeds.split(":"))
+    bad = 0
+    for seed in range(start, stop):
+        why = run_seed(seed, args.backend, args.statements, args.fusion == "on")
+        if why is not None:
+            bad += 1
+            if bad <= args.max_reports:
+                print(why, flush=True)
+    print(f"{args.backend} fusion {args.fusion}: {stop - start} programs, {bad} differ from NumPy")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
