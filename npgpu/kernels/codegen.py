@@ -1276,12 +1276,12 @@ def scan(
         terms = " + ".join([f"{p}_off"] + [f"oc{d} * {p}_ost{d}" for d in range(outer_ndim)])
         body.append(f"{idx} {p}_a = {terms};")
     combine, helpers = _table.render(REDUCE_UFUNCS[op], (acc_dtype,) * 3, ["acc", "v"], 0, dialect)
-    conv = "(x != 0)" if acc_dtype.kind == "b" else "x"
+    conv = _table.cast("x", in_dtype, acc_dtype, dialect)  # (NumPy's conversion: -2.5 into uint64 is 2**64 - 2)
     body += [
         f"{act} acc = {'0' if op == 'add' else '1'};",
         f"for ({idx} i = 0; i < n; i++) {{",
         f"  {ict} x = *{_ptr_cast(dialect, ict, True)}(src + src_a + i * src_st);",
-        f"  {act} v = ({act}){conv};",
+        f"  {act} v = {conv};",
         f"  acc = {combine};",
         f"  *{_ptr_cast(dialect, act, False)}(dst + dst_a + i * dst_st) = acc;",
         "}",

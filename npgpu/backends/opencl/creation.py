@@ -59,6 +59,10 @@ class Creation(Backend):
              like: CLArray | None = None) -> CLArray:
         dtype = numpy.asarray(fill_value).dtype if dtype is None else numpy.dtype(dtype)
         out = self.empty_ordered(shape, dtype, order, like)
+        if not isinstance(fill_value, CLArray):
+            # NumPy's full converts the value as an array cast (copyto, casting="unsafe": 300.75 into
+            # int8 is 44), not as fill's scalar assignment (an OverflowError): NumPy's own full of one
+            fill_value = numpy.full((), fill_value, dtype)[()]
         self.fill(out, fill_value)
         return out
 
