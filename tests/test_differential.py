@@ -286,6 +286,49 @@ def test_calls_cast_floats_to_integers_as_numpys(xp, call, dtype):
         return _CAST_CALLS[call](xp, v, dt=numpy.dtype(dtype))
 
 
+@differential()
+def test_negative_zero_writes_keep_the_sign(xp):
+    # CuPy's fill writes a zero as a memset: -0.0 became +0.0 in full, fill, and writes of the
+    # scalar by slices, index arrays and masks (found by tools/fuzz_programs.py on an H100)
+    a = xp.ones(6)
+    a[1:3] = -0.0
+    a[xp.asarray(numpy.array([4]))] = -0.0
+    a[xp.asarray(numpy.arange(6) == 5)] = -0.0
+    b = xp.ones((2, 3), numpy.float32)
+    b.fill(-0.0)
+    c = xp.ones(3, numpy.complex128)
+    c[0] = complex(0.0, -0.0)
+    made = [xp.full(3, -0.0), xp.full((2, 2), -0.0, dtype=numpy.float32), xp.full_like(a, -0.0)]
+    d = xp.ones(4)
+    xp.copyto(d, -0.0)
+    return [xp.signbit(x) for x in (a, b, *made, d)] + [xp.signbit(c.imag)]
+
+
+_SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
+
+
+@differential()
+def test_clip_is_numpys_at_nan_crossed_bounds_and_subnormals(xp):
+    # CuPy's clip kernel returns the upper bound for NaN where the bounds cross, and compares
+    # float32 subnormals as zeros; NumPy's clip loop keeps NaN and compares them as they are
+    h = numpy.array([numpy.nan, 1.0, -0.0, 5.0, _SUBNORMAL, -numpy.inf], numpy.float32)
+    a = xp.asarray(h)
+    return (xp.clip(a, 1e10, 3), xp.clip(a, 3, 0.0), xp.clip(a, 0.0, 0), xp.clip(a, 0.0, 2.0),
+            xp.clip(a, None, 2), xp.clip(a, 3, None), xp.clip(xp.asarray(numpy.array([5, -300, 7])), 0, 6),
+            xp.signbit(xp.clip(a, -1.0, 1.0)))
+
+
+@differential()
+def test_float32_subnormals_are_kept_by_casts_where_and_joins(xp):
+    h = numpy.array([_SUBNORMAL, -_SUBNORMAL, 1.5, 0.0], numpy.float32)
+    a = xp.asarray(h)
+    ints = xp.asarray(numpy.array([1, 2], numpy.uint32))
+    return (a.astype(numpy.float64), a.astype(bool), xp.where(a, 1, 2), xp.where(a > 1, 2.0, a.astype(numpy.float64)),
+            xp.where(xp.asarray(numpy.array([True, False, True, False])), a, xp.zeros(4)),
+            xp.concatenate([a, ints]), xp.stack([a, xp.zeros(4)]), xp.asarray(h.astype(numpy.float64)).astype(
+                numpy.float32))
+
+
 _OVERLAPPING_COPIES = {
     "forward_wider_source": lambda a: a.__setitem__(slice(2, 7), a[::2]),
     "wider_destination": lambda a: a.__setitem__(slice(None, None, 2), a[2:7]),

@@ -399,6 +399,8 @@ class ArrayModuleBackend(Compositions, Backend):
         how = _CONVERTS_OPERANDS.get(func)
         if how is not None:
             args, kwargs = self._operands_converted(how, func, args, kwargs)
+        elif func is numpy.clip and (clipped := self._own_clip(args, kwargs)) is not None:
+            return clipped
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
             out = kwargs.get("out")
             if self.is_native(out) and self._converts_floats(args[0], out.dtype):
@@ -406,6 +408,29 @@ class ArrayModuleBackend(Compositions, Backend):
                 out[...] = self._converted(super().call_function(func, args, rest), out.dtype)
                 return out
         return super().call_function(func, args, kwargs)
+
+    def _own_clip(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """NumPy's clip of a real array by the code generator's one-node kernel of NumPy's clip loop
+        (NaN kept, the upper bound where the bounds cross, float32 subnormals compared as such);
+        None where CuPy's clip runs it (its kernel returns the upper bound for NaN where the
+        bounds cross, and flushes subnormals)."""
+        if len(args) > 3 or not set(kwargs) <= {"a_min", "a_max", "out"} or not args:
+            return None
+        a = args[0]
+        if not self.is_native(a) or a.dtype.kind not in "biuf":
+            return None
+        low = args[1] if len(args) > 1 else kwargs.get("a_min")
+        high = args[2] if len(args) > 2 else kwargs.get("a_max")
+        if a.dtype.kind in "iu":  # (NumPy's clip drops Python-int bounds beyond the dtype: NEP 50, no error)
+            info = numpy.iinfo(a.dtype)
+            low = None if type(low) is int and low <= info.min else low
+            high = None if type(high) is int and high >= info.max else high
+        if low is None and high is None:
+            return None
+        ufunc, inputs = ((numpy.minimum, (a, high)) if low is None else (numpy.maximum, (a, low)) if high is None
+                         else (numpy._core.umath.clip, (a, low, high)))
+        out = kwargs.get("out")
+        return self._own_ufunc(ufunc, inputs, {} if out is None else {"out": out})
 
     def _converts_floats(self, x: Any, dtype: Any) -> bool:
         """Whether converting native ``x`` into ``dtype`` is a float -> integer conversion, which
@@ -435,8 +460,16 @@ class ArrayModuleBackend(Compositions, Backend):
             return (self._method_astype(a, dtype), *args[1:]), kwargs
         if how == "sequence":
             dtype = kwargs.get("dtype")
-            if dtype is None or not args or not isinstance(args[0], (list, tuple)):
+            if not args or not isinstance(args[0], (list, tuple)):
                 return args, kwargs
+            if dtype is None:  # (floats widened or narrowed to the joined dtype: CuPy's kernels flush subnormals)
+                if not args[0] or not all(self.is_native(x) for x in args[0]):
+                    return args, kwargs
+                dtype = numpy.result_type(*(x.dtype for x in args[0]))
+                if not any(x.dtype.kind == "f" and x.dtype != dtype for x in args[0]):
+                    return args, kwargs
+                return ([self._method_astype(x, dtype) if x.dtype.kind == "f" and x.dtype != dtype else x
+                         for x in args[0]], *args[1:]), kwargs
             dtype = numpy.dtype(dtype)
             casting = kwargs.get("casting", "same_kind")
             converted = [self._method_astype(x, dtype) if self._converts_floats(x, dtype) and
@@ -456,6 +489,8 @@ class ArrayModuleBackend(Compositions, Backend):
                 dtype = getattr(args[0], "dtype", None)
             position = 1 if len(args) > 1 else None
             src = args[1] if position else kwargs.get("fill_value")
+            if dtype is None and src is not None and not self.is_native(src):
+                dtype = numpy.asarray(src).dtype  # (full's dtype: the value's)
             if not dtype or src is None:
                 return args, kwargs
             src = self._value_converted(src, dtype)
@@ -469,10 +504,19 @@ class ArrayModuleBackend(Compositions, Backend):
         dtype = numpy.dtype(dtype)
         if self.is_native(value):
             return self._converted(value, dtype)
-        if dtype.kind in "iu" and (type(value) is float or isinstance(value, (numpy.floating, numpy.ndarray))) \
-                and numpy.asarray(value).dtype.kind == "f":
-            host = numpy.asarray(value).astype(dtype)
-            return host[()] if host.ndim == 0 else host
+        if numpy.ndim(value) == 0 and dtype.kind in "biufc":
+            # NumPy's conversion of a value full() or copyto() writes (an array cast: 300.75 into int8
+            # is 44), from NumPy's own full of one element
+            return self._signed_zero(numpy.full((), value, dtype)[()], dtype)
+        return value
+
+    def _signed_zero(self, value: Any, dtype: numpy.dtype) -> Any:
+        """``value`` written into memory of ``dtype``; a float zero with its sign set as a 0-d device
+        array (CuPy's fill writes a zero as a memset: -0.0 became 0.0 in full, fill and writes)."""
+        if dtype.kind in "fc" and not self.is_native(value) and numpy.ndim(value) == 0:
+            v = numpy.full((), value, dtype)
+            if v == 0 and (numpy.signbit(v.real) or numpy.signbit(v.imag)):
+                return self.from_host(v)
         return value
 
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
@@ -523,23 +567,26 @@ class ArrayModuleBackend(Compositions, Backend):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
                             f"according to the rule {casting!r}")
         target = numpy.dtype(dtype)
-        if a.dtype.kind == "f" and target.kind in "iu" and _table.is_supported_dtype(a.dtype) and \
-                _table.is_supported_dtype(target):
+        if a.dtype.kind == "f" and target.kind in "biuf" and target != a.dtype and \
+                _table.is_supported_dtype(a.dtype) and _table.is_supported_dtype(target):
             # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
-            # C conversion does: the cast kernel of npgpu's code generator follows NumPy's. Its result
-            # is C-ordered: an F-ordered one is the cast of the transpose, transposed back.
+            # C conversion does; and CuPy's kernels flush float32 subnormals (1e-40 as float32 is 0,
+            # as bool False). The cast kernel of npgpu's code generator follows NumPy's: order "K"
+            # lays its result out as ``a`` is (run_fused), "F" is the cast of the transpose
+            # transposed back, "C" (and "A" of an array not F-contiguous) a C-ordered result.
             graph = self._eager_graph(("astype", a.dtype, target), lambda: ir.cast_graph(a.dtype, target))
-            fortran = order == "F" or (order in ("K", "A") and a.flags.f_contiguous and not a.flags.c_contiguous)
-            source = a.T if fortran else a
-            result = self.run_fused(graph, [source], [], source.shape)
-            return result.T if fortran else result
+            fortran = order == "F" or (order == "A" and a.flags.f_contiguous and not a.flags.c_contiguous)
+            if fortran:
+                return self.run_fused(graph, [a.T], [], a.T.shape).T
+            out = self.xp.empty(a.shape, target) if order in ("C", "A") and a.ndim > 1 else None
+            return self.run_fused(graph, [a], [], a.shape, out)
         return a.astype(dtype, order=order, copy=copy)
 
     def _method_fill(self, a: Any, value: Any) -> None:
         if not self.is_native(value):  # (NumPy's conversion of the value, and its errors: 300.0 into int8)
             probe = numpy.empty((), a.dtype)
             probe.fill(value)
-            value = probe[()]
+            value = self._signed_zero(probe[()], a.dtype)
         a.fill(value)
 
     @staticmethod
@@ -547,7 +594,7 @@ class ArrayModuleBackend(Compositions, Backend):
         return a.view(*args, **kwargs)
 
     def fill_view(self, view: Any, value: Any) -> None:
-        view.fill(value)
+        view.fill(self._signed_zero(value, view.dtype))
 
     def basic_view(self, native: Any, key: Any) -> Any:
         view = native[key]  # (a basic key: nothing for _check_index_bounds to catch)
@@ -573,7 +620,7 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
         rows = math.prod(native.shape[:ndim])
-        native.reshape((rows, *native.shape[ndim:]))[positions] = value  # (a view: C-contiguous)
+        native.reshape((rows, *native.shape[ndim:]))[positions] = self._signed_zero(value, native.dtype)  # (a view)
 
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
@@ -600,6 +647,7 @@ class ArrayModuleBackend(Compositions, Backend):
                 if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
                     a[key]  # noqa: B018  (for its IndexError only)
                 raise
+            value = self._signed_zero(value, a.dtype)
         elif a.dtype.kind in "iu" and getattr(value, "dtype", a.dtype).kind == "f":
             # (CuPy's float -> integer conversions saturate, 300.0 into int8 is 127; NumPy's wrap, 44)
             if isinstance(value, numpy.generic):  # (as NumPy's index assignment casts it: an array's cast)

@@ -214,22 +214,24 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         return result
 
     def _where_in_operands_order(self, condition: Any, x: Any, y: Any) -> Any:
-        """where(condition, x, y) laid out in its operands' memory order, as NumPy's is (a select
-        kernel of the code generator; CuPy's where is C-ordered); None where that order is C's or
-        a dtype is not the code generator's (CuPy's where runs it)."""
+        """where(condition, x, y) as NumPy computes it, by a select kernel of the code generator,
+        where CuPy's where differs: a result laid out in its operands' memory order (CuPy's is
+        C-ordered), and floats converted or tested as NumPy does (CuPy's kernels flush float32
+        subnormals: a 1e-40 condition is False there, a 1e-40 value widened to float64 is 0).
+        None where CuPy's where gives NumPy's answer, or a dtype is not the code generator's."""
         ops = (condition, x, y)
         arrays = [o for o in ops if self.is_native(o)]
-        if not arrays or all(a._c_contiguous for a in arrays) or max(a.ndim for a in arrays) < 2:
-            return None
-        if not all(self.is_native(o) or type(o) in (bool, int, float) for o in ops):
+        if not arrays or not all(self.is_native(o) or type(o) in (bool, int, float) for o in ops):
             return None
         dt = numpy.result_type(*(o.dtype if self.is_native(o) else o for o in (x, y)))
         dts = tuple(o.dtype if self.is_native(o) else numpy.dtype(bool) if i == 0 else dt for i, o in enumerate(ops))
         if dt.kind not in "biuf" or not all(_table.is_supported_dtype(d) for d in (*dts, dt)):
             return None
         shape = numpy.broadcast_shapes(*(o.shape if self.is_native(o) else () for o in ops))
-        if not self._result_layout(shape, tuple((a.shape, a.strides) for a in arrays)):
-            return None  # (C order: CuPy's where)
+        converts = dts[0].kind == "f" or any(d.kind == "f" and d != dt for d in dts[1:])
+        if not converts and (all(a._c_contiguous for a in arrays) or len(shape) < 2 or
+                             not self._result_layout(shape, tuple((a.shape, a.strides) for a in arrays))):
+            return None  # (C order, nothing converted: CuPy's where)
         kinds = tuple("array" if self.is_native(o) else "scalar" for o in ops)
 
         def build() -> Any:
