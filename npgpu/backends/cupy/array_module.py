@@ -399,6 +399,8 @@ class ArrayModuleBackend(Compositions, Backend):
         how = _CONVERTS_OPERANDS.get(func)
         if how is not None:
             args, kwargs = self._operands_converted(how, func, args, kwargs)
+            if how in ("fill", "fill_like", "copyto"):
+                return self._with_negative_zeros(func, how, args, kwargs)
         elif func is numpy.clip and (clipped := self._own_clip(args, kwargs)) is not None:
             return clipped
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
@@ -507,17 +509,45 @@ class ArrayModuleBackend(Compositions, Backend):
         if numpy.ndim(value) == 0 and dtype.kind in "biufc":
             # NumPy's conversion of a value full() or copyto() writes (an array cast: 300.75 into int8
             # is 44), from NumPy's own full of one element
-            return self._signed_zero(numpy.full((), value, dtype)[()], dtype)
+            return numpy.full((), value, dtype)[()]
         return value
 
-    def _signed_zero(self, value: Any, dtype: numpy.dtype) -> Any:
-        """``value`` written into memory of ``dtype``; a float zero with its sign set as a 0-d device
-        array (CuPy's fill writes a zero as a memset: -0.0 became 0.0 in full, fill and writes)."""
-        if dtype.kind in "fc" and not self.is_native(value) and numpy.ndim(value) == 0:
-            v = numpy.full((), value, dtype)
-            if v == 0 and (numpy.signbit(v.real) or numpy.signbit(v.imag)):
-                return self.from_host(v)
-        return value
+    def _with_negative_zeros(self, func: Callable[..., Any], how: str, args: tuple[Any, ...],
+                             kwargs: dict[str, Any]) -> Any:
+        """full, full_like or copyto, then a negative zero written by npgpu (CuPy's fill writes
+        +0.0): the whole result, or copyto's destination where no ``where=`` selects."""
+        result = super().call_function(func, args, kwargs)
+        if how == "copyto":
+            dst = args[0] if args else kwargs.get("dst")
+            value = args[1] if len(args) > 1 else kwargs.get("src")
+            if len(args) > 3 or kwargs.get("where", True) is not True or not self.is_native(dst):
+                return result
+            target = dst
+        else:
+            value = args[1] if len(args) > 1 else kwargs.get("fill_value")
+            target = result
+        zero = self._negative_zero(value, target.dtype) if self.is_native(target) else None
+        if zero is not None:
+            self._write_value(target, zero)
+        return result
+
+    def _negative_zero(self, value: Any, dtype: numpy.dtype) -> numpy.ndarray | None:
+        """``value`` (a host scalar) in ``dtype`` as a 0-d host array where it is a float zero with
+        its sign set, else None. CuPy's fill writes a zero as a memset (its ``value == 0`` test), so
+        -0.0 became +0.0 in full, fill and scalar writes: npgpu writes those itself."""
+        if dtype.kind != "f" or self.is_native(value) or numpy.ndim(value) != 0 or \
+                not _table.is_supported_dtype(dtype):
+            return None
+        cell = numpy.full((), value, dtype)
+        return cell if cell == 0 and numpy.signbit(cell) else None
+
+    def _write_value(self, target: Any, cell: numpy.ndarray) -> None:
+        """Every element of native ``target`` set to the 0-d host ``cell`` of its dtype, bits as
+        they are (the code generator's copy kernel, the cell broadcast into the target)."""
+        dt = target.dtype
+        graph = self._eager_graph(("astype", dt, dt), lambda: ir.cast_graph(dt, dt))
+        if target.size:
+            self.run_fused(graph, [self.from_host(cell)], [], target.shape, out=target)
 
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
     def _round(self, a: Any, decimals: int = 0, out: Any = None) -> Any:
@@ -586,7 +616,11 @@ class ArrayModuleBackend(Compositions, Backend):
         if not self.is_native(value):  # (NumPy's conversion of the value, and its errors: 300.0 into int8)
             probe = numpy.empty((), a.dtype)
             probe.fill(value)
-            value = self._signed_zero(probe[()], a.dtype)
+            zero = self._negative_zero(probe[()], a.dtype)
+            if zero is not None:
+                self._write_value(a, zero)
+                return
+            value = probe[()]
         a.fill(value)
 
     @staticmethod
@@ -594,7 +628,11 @@ class ArrayModuleBackend(Compositions, Backend):
         return a.view(*args, **kwargs)
 
     def fill_view(self, view: Any, value: Any) -> None:
-        view.fill(self._signed_zero(value, view.dtype))
+        zero = self._negative_zero(value, view.dtype)
+        if zero is not None:
+            self._write_value(view, zero)
+        else:
+            view.fill(value)
 
     def basic_view(self, native: Any, key: Any) -> Any:
         view = native[key]  # (a basic key: nothing for _check_index_bounds to catch)
@@ -620,7 +658,11 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def put_positions(self, native: Any, positions: Any, ndim: int, value: Any) -> None:
         rows = math.prod(native.shape[:ndim])
-        native.reshape((rows, *native.shape[ndim:]))[positions] = self._signed_zero(value, native.dtype)  # (a view)
+        zero = self._negative_zero(value, native.dtype)
+        if zero is not None:  # (written as an array of the values: no scalar's fill)
+            value = self.xp.empty((positions.size, *native.shape[ndim:]), native.dtype)
+            self._write_value(value, zero)
+        native.reshape((rows, *native.shape[ndim:]))[positions] = value  # (a view: C-contiguous)
 
     def _method_getitem(self, a: Any, key: Any) -> Any:
         self._check_index_bounds(a, key)
@@ -647,7 +689,13 @@ class ArrayModuleBackend(Compositions, Backend):
                 if not arrays or sum(k is not None and k is not Ellipsis for k in items) > a.ndim:
                     a[key]  # noqa: B018  (for its IndexError only)
                 raise
-            value = self._signed_zero(value, a.dtype)
+            zero = self._negative_zero(value, a.dtype)
+            if zero is not None:  # (written as an array of the values: no scalar's fill)
+                self._check_index_bounds(a, key)
+                value = a[key]
+                if not self.is_native(value):  # (NumPy standing in: one element selected)
+                    value = numpy.asarray(value).copy()
+                self._write_value(value, zero)
         elif a.dtype.kind in "iu" and getattr(value, "dtype", a.dtype).kind == "f":
             # (CuPy's float -> integer conversions saturate, 300.0 into int8 is 127; NumPy's wrap, 44)
             if isinstance(value, numpy.generic):  # (as NumPy's index assignment casts it: an array's cast)
