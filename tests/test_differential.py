@@ -315,7 +315,8 @@ def test_clip_is_numpys_at_nan_crossed_bounds_and_subnormals(xp):
     a = xp.asarray(h)
     return (xp.clip(a, 1e10, 3), xp.clip(a, 3, 0.0), xp.clip(a, 0.0, 0), xp.clip(a, 0.0, 2.0),
             xp.clip(a, None, 2), xp.clip(a, 3, None), xp.clip(xp.asarray(numpy.array([5, -300, 7])), 0, 6),
-            xp.signbit(xp.clip(a, -1.0, 1.0)))
+            xp.signbit(xp.clip(a, -1.0, 1.0)), xp.signbit(xp.clip(a, 0.0, 7.0)), xp.signbit(xp.clip(a, -1.0, -0.0)),
+            xp.signbit(xp.clip(xp.asarray(numpy.array([0.0, -0.0] * 20)), -128.0, -0.0)))
 
 
 @differential()

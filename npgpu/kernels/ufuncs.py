@@ -286,6 +286,9 @@ def _wrap(op: str) -> str:
 
 _NAN_MAX = "((({0}) > ({1}) || isnan({0})) ? ({0}) : ({1}))"
 _NAN_MIN = "((({0}) < ({1}) || isnan({0})) ? ({0}) : ({1}))"
+#: clip's halves: the first operand where the two compare equal (a signed zero kept)
+_KEEP_MAX = "((({0}) >= ({1}) || isnan({0})) ? ({0}) : ({1}))"
+_KEEP_MIN = "((({0}) <= ({1}) || isnan({0})) ? ({0}) : ({1}))"
 
 # -- floating-point errors ---------------------------------------------------------------------
 # NumPy's error categories, as the bits of its seterrcall flag (divide + 2*over + 4*under + 8*invalid).
@@ -449,9 +452,10 @@ _ENTRIES = (
                vectorizes=True, half_expression="(({0} >= {1} || isnan({1})) ? {0} : {1})"),
     UfuncFacts("fmin", {"biu": "({0} < {1} ? {0} : {1})", "f": "fmin({0}, {1})", "c": "@cfmin({0}, {1})"}, exact=True,
                vectorizes=True, half_expression="(({0} <= {1} || isnan({1})) ? {0} : {1})"),
-    # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi
+    # minimum(maximum(x, lo), hi), as NumPy: hi where lo > hi; NumPy's clip keeps x where it equals a
+    # bound (clip(-0.0, 0.0, 1.0) is -0.0, clip(0.0, -1.0, -0.0) 0.0) and NaN from x or a bound
     UfuncFacts("clip", {"biu": "({0} < {1} ? ({1} > {2} ? {2} : {1}) : ({0} > {2} ? {2} : {0}))",
-                        "f": "(isnan({0}) ? {0} : " + _NAN_MIN.format(_NAN_MAX.format("{0}", "{1}"), "{2}") + ")"}),
+                        "f": "(isnan({0}) ? {0} : " + _KEEP_MIN.format(_KEEP_MAX.format("{0}", "{1}"), "{2}") + ")"}),
     UfuncFacts("equal", {"biuf": "({0} == {1})", "c": "({0}.re == {1}.re && {0}.im == {1}.im)"}),
     UfuncFacts("not_equal", {"biuf": "({0} != {1})", "c": "({0}.re != {1}.re || {0}.im != {1}.im)"}),
     UfuncFacts("less", {"biuf": "({0} < {1})", **_ordered("clt")},
