@@ -292,7 +292,7 @@ def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: bool) -> str |
             close = numpy.isclose(got, expected, rtol=tol, atol=0, equal_nan=True)
             return None if close.all() else f"values {got!r} != {expected!r}"
         same = (got == expected) | nan
-        same &= numpy.signbit(got) == numpy.signbit(expected)
+        same &= (numpy.signbit(got) == numpy.signbit(expected)) | nan  # (a NaN's sign is no value)
         return None if same.all() else f"values {got!r} != {expected!r} (bits)"
     return None if numpy.array_equal(got, expected) else f"values {got!r} != {expected!r}"
 
