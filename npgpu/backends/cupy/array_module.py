@@ -607,7 +607,7 @@ class ArrayModuleBackend(Compositions, Backend):
             graph = self._eager_graph(("astype", a.dtype, target), lambda: ir.cast_graph(a.dtype, target))
             fortran = order == "F" or (order == "A" and a.flags.f_contiguous and not a.flags.c_contiguous)
             if fortran:
-                return self.run_fused(graph, [a.T], [], a.T.shape).T
+                return self.run_fused(graph, [a.T], [], a.T.shape, self.xp.empty(a.T.shape, target)).T
             out = self.xp.empty(a.shape, target) if order in ("C", "A") and a.ndim > 1 else None
             return self.run_fused(graph, [a], [], a.shape, out)
         return a.astype(dtype, order=order, copy=copy)
