@@ -4,8 +4,9 @@
 
 Each seed makes one program of a few statements over small arrays of mixed dtypes: ufuncs with
 arrays and Python scalars, reductions, views (transposes, slices, reversals), casts, in-place
-operators, writes by slices, masks and index arrays, ``where``, ``clip``, ``concatenate`` and
-element reads. The program is written while NumPy runs it (so that every statement is one NumPy
+operators, writes by slices, masks and index arrays, reads by index arrays and masks, ``where``,
+``clip``, ``concatenate``, ``sort``, ``dot``, NaN-ignoring and statistical reductions, ``round``,
+comparisons and element reads. The program is written while NumPy runs it (so that every statement is one NumPy
 accepts or rejects for a reason of its own), then run again by npgpu under ``--backend`` with
 placement from the first byte. Every array the program made, every element it read and the type
 of every exception it raised must be NumPy's: dtypes and shapes exactly; integers, bools and the
@@ -100,7 +101,8 @@ class Program:
     def _statement(self, env: list[Any]) -> tuple[Any, ...] | None:
         rng = self.rng
         kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
-                           "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read"])
+                           "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read",
+                           "take", "select", "sort", "dot", "nanreduce", "round", "compare"])
         i = self._pick(env)
         if i is None:
             return None
@@ -163,6 +165,21 @@ class Program:
             if a.size == 0:
                 return None
             return ("read", i, tuple(int(rng.integers(n)) for n in a.shape))
+        if kind == "take":
+            if a.ndim == 0 or a.shape[0] == 0:
+                return None
+            return ("take", i, rng.integers(-a.shape[0], a.shape[0], int(rng.integers(1, 5))).tolist())
+        if kind in ("select", "sort", "nanreduce", "round"):
+            axis = -1 if a.ndim else None
+            name = str(rng.choice(["nansum", "nanmax", "nanmin", "nanmean", "nanargmax", "std", "var"])) \
+                if kind == "nanreduce" else str(rng.choice([-1, 0, 1, 2])) if kind == "round" else ""
+            return (kind, i, axis, name)
+        if kind == "dot":
+            j = self._pick(env)
+            return ("dot", i, j)
+        if kind == "compare":
+            j = self._pick(env)
+            return ("compare", str(rng.choice(["less", "greater_equal", "equal", "array_equal", "allclose"])), i, j)
         return None
 
 
@@ -250,6 +267,35 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[b
             i, j = statement[1:]
             result = xp.concatenate([env[i].ravel(), env[j].ravel()])
             taint = inexact[i] or inexact[j]
+        elif kind == "take":
+            i, index = statement[1:]
+            result = env[i][xp.asarray(numpy.array(index))]
+            taint = inexact[i]
+        elif kind == "select":
+            i, axis, _ = statement[1:]
+            a = env[i]
+            result = a[a > 1] if a.dtype.kind != "b" else a[a]
+            taint = inexact[i]
+        elif kind == "sort":
+            i, axis, _ = statement[1:]
+            result = xp.sort(env[i], axis=axis) if axis is not None else xp.sort(env[i].ravel())
+            taint = inexact[i]
+        elif kind == "nanreduce":
+            i, axis, name = statement[1:]
+            result = getattr(xp, name)(env[i], axis=axis)
+            taint = True  # (sums and square roots in an order of their own)
+        elif kind == "round":
+            i, _, decimals = statement[1:]
+            result = xp.round(env[i], int(decimals))
+            taint = inexact[i] or (env[i].dtype.kind == "f" and int(decimals) > 0)  # (a decimal scale)
+        elif kind == "dot":
+            i, j = statement[1:]
+            result = xp.dot(env[i], env[j])
+            taint = True  # (products summed in the device's order)
+        elif kind == "compare":
+            name, i, j = statement[1:]
+            result = getattr(xp, name)(env[i], env[j])
+            taint = inexact[i] or inexact[j] or name == "allclose"
         elif kind == "read":
             i, index = statement[1:]
             result = env[i][index].item() if env[i].ndim else env[i].item()
