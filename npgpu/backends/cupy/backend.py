@@ -223,6 +223,9 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         arrays = [o for o in ops if self.is_native(o)]
         if not arrays or not all(self.is_native(o) or type(o) in (bool, int, float) for o in ops):
             return None
+        if len(arrays) == 3 and condition.dtype.kind == "b" and x.dtype == y.dtype and x._c_contiguous and \
+                y._c_contiguous and condition._c_contiguous:
+            return None  # (the common case, at once: nothing converted, C order)
         dt = numpy.result_type(*(o.dtype if self.is_native(o) else o for o in (x, y)))
         dts = tuple(o.dtype if self.is_native(o) else numpy.dtype(bool) if i == 0 else dt for i, o in enumerate(ops))
         if dt.kind not in "biuf" or not all(_table.is_supported_dtype(d) for d in (*dts, dt)):
