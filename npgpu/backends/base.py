@@ -35,6 +35,24 @@ _OVERLAP_WORK = 1000
 _STAND_IN_BASE = 1 << 40
 
 
+def clip_ufunc(dtype: numpy.dtype, low: Any, high: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """The ufunc NumPy's clip of an array of ``dtype`` between ``low`` and ``high`` comes to, and its
+    bounds: ``clip`` (NumPy's clip loop), ``maximum`` or ``minimum`` where one bound is None, or
+    None where neither bounds anything. NumPy drops Python-int bounds beyond an integer dtype
+    (NEP 50: no error)."""
+    if dtype.kind in "iu":
+        info = numpy.iinfo(dtype)
+        low = None if type(low) is int and low <= info.min else low
+        high = None if type(high) is int and high >= info.max else high
+    if low is None and high is None:
+        return None
+    if low is None:
+        return numpy.minimum, (high,)
+    if high is None:
+        return numpy.maximum, (low,)
+    return numpy._core.umath.clip, (low, high)
+
+
 def elements_overlap(offset_a: int, shape_a: tuple[int, ...], strides_a: tuple[int, ...], itemsize_a: int,
                      offset_b: int, shape_b: tuple[int, ...], strides_b: tuple[int, ...], itemsize_b: int) -> bool:
     """Whether two views of one allocation (byte offsets of their first elements, shapes, strides

@@ -15,7 +15,7 @@ import numpy
 from ... import _bounds, _fperr, _ops
 from ...kernels import ir
 from ...kernels import ufuncs as _table
-from ..base import Backend, dtype_argument, elements_overlap, native_numeric
+from ..base import Backend, clip_ufunc, dtype_argument, elements_overlap, native_numeric
 from .compositions import PRODUCT_GUFUNCS, Compositions, numeric_sequence
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
@@ -421,18 +421,12 @@ class ArrayModuleBackend(Compositions, Backend):
         a = args[0]
         if not self.is_native(a) or a.dtype.kind not in "biuf":
             return None
-        low = args[1] if len(args) > 1 else kwargs.get("a_min")
-        high = args[2] if len(args) > 2 else kwargs.get("a_max")
-        if a.dtype.kind in "iu":  # (NumPy's clip drops Python-int bounds beyond the dtype: NEP 50, no error)
-            info = numpy.iinfo(a.dtype)
-            low = None if type(low) is int and low <= info.min else low
-            high = None if type(high) is int and high >= info.max else high
-        if low is None and high is None:
+        plan = clip_ufunc(a.dtype, args[1] if len(args) > 1 else kwargs.get("a_min"),
+                          args[2] if len(args) > 2 else kwargs.get("a_max"))
+        if plan is None:
             return None
-        ufunc, inputs = ((numpy.minimum, (a, high)) if low is None else (numpy.maximum, (a, low)) if high is None
-                         else (numpy._core.umath.clip, (a, low, high)))
         out = kwargs.get("out")
-        return self._own_ufunc(ufunc, inputs, {} if out is None else {"out": out})
+        return self._own_ufunc(plan[0], (a, *plan[1]), {} if out is None else {"out": out})
 
     def _converts_floats(self, x: Any, dtype: Any) -> bool:
         """Whether converting native ``x`` into ``dtype`` is a float -> integer conversion, which

@@ -10,7 +10,7 @@ import numpy
 from ... import _fperr, _ops
 from ...kernels import codegen, ir
 from ...kernels import ufuncs as _table
-from ..base import Backend
+from ..base import Backend, clip_ufunc
 from .array import CLArray, _array_operand, _broadcast_strides, _collapse, _pairs, _part, _span, _weak_type
 from .launch import _scalar_value
 from .products import PRODUCT_GUFUNCS
@@ -373,19 +373,10 @@ class Elementwise(Backend):
 
     @implements(numpy.clip, kwargs=("a_min", "a_max", "out", "min", "max"))
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
-        if a.dtype.kind in "iu":  # NumPy's clip drops Python-int bounds beyond the dtype (NEP 50, no error)
-            info = numpy.iinfo(a.dtype)
-            if type(a_min) is int and a_min <= info.min:
-                a_min = None
-            if type(a_max) is int and a_max >= info.max:
-                a_max = None
-        if a_min is None and a_max is None:
+        plan = clip_ufunc(a.dtype, a_min, a_max)
+        if plan is None:
             return self.ufunc_call(numpy.positive, (a,), out=out, **kwargs)
-        if a_min is None:
-            return self.ufunc_call(numpy.minimum, (a, a_max), out=out, **kwargs)
-        if a_max is None:
-            return self.ufunc_call(numpy.maximum, (a, a_min), out=out, **kwargs)
-        return self.ufunc_call(numpy._core.umath.clip, (a, a_min, a_max), out=out, **kwargs)
+        return self.ufunc_call(plan[0], (a, *plan[1]), out=out, **kwargs)
 
 
 def _round_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
