@@ -304,6 +304,14 @@ def test_negative_zero_writes_keep_the_sign(xp):
     return [xp.signbit(x) for x in (a, b, *made, d)] + [xp.signbit(c.imag)]
 
 
+@pytest.mark.parametrize("decimals", [-1, 0, 2])
+@differential()
+def test_round_of_bools_is_numpys(xp, decimals):
+    # NumPy rounds bools through float16: decimals 0 gives float16, others its casting error (the
+    # OpenCL backend returned the bools; found by tools/fuzz_programs.py)
+    return xp.round(xp.asarray(numpy.array([True, False, True])), decimals)
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

@@ -385,6 +385,8 @@ class ArrayModuleBackend(Compositions, Backend):
         if func in (numpy.array, numpy.asarray, numpy.asanyarray) and args and isinstance(args[0], (list, tuple)) \
                 and not numeric_sequence(args[0]):
             return False  # (a sequence of other objects: NumPy's)
+        if func in (numpy.round, numpy.around) and dtypes and dtypes[0].kind == "b":
+            return False  # (NumPy rounds bools through float16: a float16 result, or its casting error)
         if func is numpy.einsum and not _EINSUM_KWARGS.issuperset(kwargs):
             return False  # (dtype=: NumPy's conversions, which a view result skips; casting=, out=: not CuPy's)
         if func is numpy.tri and not all(hasattr(type(n), "__index__") for n in (*args[:2], kwargs.get("N"),

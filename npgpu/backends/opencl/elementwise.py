@@ -380,7 +380,8 @@ class Elementwise(Backend):
 
 
 def _round_accepts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """round/around here: an int ``decimals``, of a float array, or of an integer one with decimals >= 0."""
+    """round/around here: an int ``decimals``, of a float array, or of an integer one with decimals >= 0
+    (NumPy rounds bools through float16: a float16 result, or its casting error; NumPy's)."""
     decimals = args[1] if len(args) > 1 else kwargs.get("decimals", 0)
     kind = getattr(getattr(args[0], "dtype", None), "kind", None) if args else None
-    return type(decimals) is int and (kind == "f" or (kind in ("i", "u", "b") and decimals >= 0))
+    return type(decimals) is int and (kind == "f" or (kind in ("i", "u") and decimals >= 0))
