@@ -498,7 +498,8 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def _value_converted(self, value: Any, dtype: Any) -> Any:
         """A value written into memory of ``dtype``: a native as NumPy converts it (npgpu's cast
-        kernel), a host float as NumPy's array cast converts it (with its warnings)."""
+        kernel), a host scalar as NumPy's full converts it (an array cast, with its errors and
+        warnings)."""
         dtype = numpy.dtype(dtype)
         if self.is_native(value):
             return self._converted(value, dtype)
@@ -531,9 +532,9 @@ class ArrayModuleBackend(Compositions, Backend):
         """``value`` (a host scalar) in ``dtype`` as a 0-d host array where it is a float zero with
         its sign set, else None. CuPy's fill writes a zero as a memset (its ``value == 0`` test), so
         -0.0 became +0.0 in full, fill and scalar writes: npgpu writes those itself."""
-        if dtype.kind != "f" or self.is_native(value) or numpy.ndim(value) != 0 or \
+        if dtype.kind != "f" or not (type(value) is float or isinstance(value, numpy.floating)) or value != 0 or \
                 not _table.is_supported_dtype(dtype):
-            return None
+            return None  # (most values, at once: a float zero is the rare case)
         cell = numpy.full((), value, dtype)
         return cell if cell == 0 and numpy.signbit(cell) else None
 
