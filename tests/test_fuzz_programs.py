@@ -34,6 +34,8 @@ def test_the_comparison_tells_bits_ulps_dtypes_and_exceptions():
     assert fz.difference(numpy.array([numpy.nan]), numpy.array([numpy.nan]), False) is None
     assert fz.difference(numpy.array([numpy.nan]), -numpy.array([numpy.nan]), False) is None  # (x86's -nan)
     assert fz.difference(numpy.array([numpy.nan]), numpy.array([0.0]), True) is not None
+    assert fz.difference(f64, numpy.array([5.0, 7.0]), fz.UNDEFINED) is None  # (NumPy's own undefined casts)
+    assert fz.difference(f64.astype(numpy.float32), f64, fz.UNDEFINED) is not None  # (the dtype still counts)
     assert fz.difference(ValueError, ValueError, False) is None
     assert fz.difference(ValueError, TypeError, False) is not None
     assert fz.difference(ValueError, f64, False) is not None and fz.difference(f64, ValueError, False) is not None
