@@ -169,6 +169,9 @@ _LAYOUTS = {
     "mixed_orders": lambda xp, a: a + a.T.copy().T,  # (C and F operands: C order wins)
     "broadcast_row": lambda xp, a: a.T[:, :1] * a.T,
     "where": lambda xp, a: xp.where(a.T > 3, a.T, 0.0),
+    # (accumulations keep their operand's layout too: PoCL's cumsum was C-ordered; tools/fuzz_programs.py)
+    "cumsum_transposed": lambda xp, a: xp.cumsum(a.T, axis=1),
+    "cumprod_transposed": lambda xp, a: xp.cumprod(a.T, axis=0),
 }
 
 

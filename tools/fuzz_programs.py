@@ -9,7 +9,8 @@ operators, writes by slices, masks and index arrays, reads by index arrays and m
 comparisons and element reads. The program is written while NumPy runs it (so that every statement is one NumPy
 accepts or rejects for a reason of its own), then run again by npgpu under ``--backend`` with
 placement from the first byte. Every array the program made, every element it read and the type
-of every exception it raised must be NumPy's: dtypes and shapes exactly; integers, bools and the
+of every exception it raised must be NumPy's: dtypes, shapes and memory layouts (C- and
+F-contiguity) exactly; integers, bools and the
 results of correctly rounded float operations bit for bit (NaN where NumPy has NaN, the sign of
 zero included); anything computed by a transcendental function (exp, log, sin, power, ...) within
 a few units in the last place, as the README documents (and integers or bools computed from such a
@@ -320,6 +321,14 @@ def _undefined_conversion(a: numpy.ndarray, dtype: numpy.dtype) -> bool:
         return not bool(numpy.all(numpy.isfinite(a) & (a > info.min - 1.0) & (a < info.max + 1.0)))
 
 
+def _layout(x: Any) -> tuple[bool, bool] | None:
+    """Whether an array of two or more dimensions is C- and F-contiguous (NumPy lays results out in
+    their operands' memory order; flags, strides and ravel(order="K") show it), else None."""
+    if not isinstance(x, (numpy.ndarray, npgpu.DeviceArray)) or x.ndim < 2:
+        return None
+    return bool(x.flags.c_contiguous), bool(x.flags.f_contiguous)
+
+
 def _host(x: Any) -> Any:
     return npgpu.asnumpy(x) if isinstance(x, npgpu.DeviceArray) else x
 
@@ -380,9 +389,12 @@ def run_seed(seed: int, backend: str, statements: int, fusion: bool) -> str | No
             got_env = [npgpu.asarray(a.copy()) for a in program.inputs]
             for s in program.statements:
                 execute(npgpu, s, got_env, got_inexact)
+            got_layouts = [_layout(x) for x in got_env]
             got_env = [_host(x) for x in got_env]
     for slot, (e, g, inexact) in enumerate(zip(expected_env, got_env, expected_inexact, strict=True)):
         why = difference(e, g, inexact)
+        if why is None and isinstance(e, numpy.ndarray) and got_layouts[slot] not in (None, _layout(e)):
+            why = f"layout (C, F contiguous) {got_layouts[slot]} != NumPy's {_layout(e)}"
         if why is not None:
             lines = [f"seed {seed}: slot {slot}: {why}", "inputs:"]
             lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" for k, a in enumerate(program.inputs)]

@@ -527,7 +527,8 @@ class Reductions(Backend):
         else:
             src = a
             ax = _norm_axes(axis, a.ndim)[0]
-        result = self.empty(src.shape, res_dt) if out is None else out
+        # (NumPy's accumulate lays its result out as its operand is: F-ordered for an F-ordered one)
+        result = self.empty_result(src.shape, res_dt, [src]) if out is None else out
         op = "add" if kind == "cumsum" else "multiply"
         n = src.shape[ax] if src.ndim else 1
         outer = tuple(s for d, s in enumerate(src.shape) if d != ax)
