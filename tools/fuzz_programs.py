@@ -4,7 +4,8 @@
 
 Each seed makes one program of a few statements over small arrays of mixed dtypes: ufuncs with
 arrays and Python scalars, reductions, views (transposes, slices, reversals), casts, in-place
-operators, writes by slices, masks and index arrays, reads by index arrays and masks, ``where``,
+operators (also onto an overlapping view of the operand), writes by slices, masks and index arrays
+(repeated indices: the last write wins), reads by index arrays and masks, ``where``,
 ``clip``, ``concatenate``, ``sort``, ``dot``, NaN-ignoring and statistical reductions, ``round``,
 comparisons and element reads. The program is written while NumPy runs it (so that every statement is one NumPy
 accepts or rejects for a reason of its own), then run again by npgpu under ``--backend`` with
@@ -106,7 +107,8 @@ class Program:
         rng = self.rng
         kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
                            "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read",
-                           "take", "select", "sort", "dot", "nanreduce", "round", "compare"])
+                           "take", "select", "sort", "dot", "nanreduce", "round", "compare", "overlap",
+                           "write_values"])
         i = self._pick(env)
         if i is None:
             return None
@@ -181,6 +183,15 @@ class Program:
         if kind == "dot":
             j = self._pick(env)
             return ("dot", i, j)
+        if kind == "overlap":  # (an in-place operator whose operand overlaps its target: a[1:] += a[:-1])
+            if a.ndim == 0 or a.shape[-1] < 2:
+                return None
+            return ("overlap", i, str(rng.choice(["add", "multiply", "subtract", "maximum"])), bool(rng.random() < 0.5))
+        if kind == "write_values":  # (index arrays with repeats and an array of values: the last write wins)
+            if a.ndim == 0 or a.shape[0] == 0:
+                return None
+            index = rng.integers(-a.shape[0], a.shape[0], int(rng.integers(1, 6))).tolist()
+            return ("write_values", i, index, self._pick(env))
         if kind == "compare":
             j = self._pick(env)
             return ("compare", str(rng.choice(["less", "greater_equal", "equal", "array_equal", "allclose"])), i, j)
@@ -300,6 +311,16 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             name, i, j = statement[1:]
             result = getattr(xp, name)(env[i], env[j])
             taint = max(inexact[i], inexact[j], INEXACT * (name == "allclose"))
+        elif kind == "overlap":
+            i, name, forward = statement[1:]
+            a = env[i]
+            target, source = (a[..., 1:], a[..., :-1]) if forward else (a[..., :-1], a[..., 1:])
+            getattr(xp, name)(target, source, out=target)  # (NumPy reads the source as it was: a copy)
+        elif kind == "write_values":
+            i, index, j = statement[1:]
+            a, v = env[i], env[j]
+            a[xp.asarray(numpy.array(index))] = v.ravel()[: len(index)] if v.ndim else v
+            inexact[i] = max(inexact[i], inexact[j])
         elif kind == "read":
             i, index = statement[1:]
             result = env[i][index].item() if env[i].ndim else env[i].item()
