@@ -262,7 +262,8 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         elif kind == "write_basic":
             i, key, value, is_slot = statement[1:]
             env[i][key] = env[value] if is_slot else value
-            inexact[i] = max(inexact[i], inexact[value] if is_slot else EXACT)
+            inexact[i] = max(inexact[i], inexact[value] if is_slot else EXACT,
+                             UNDEFINED * (xp is numpy and is_slot and _undefined_conversion(env[value], env[i].dtype)))
         elif kind == "write_mask":
             i, bound, value = statement[1:]
             a = env[i]
@@ -320,7 +321,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             i, index, j = statement[1:]
             a, v = env[i], env[j]
             a[xp.asarray(numpy.array(index))] = v.ravel()[: len(index)] if v.ndim else v
-            inexact[i] = max(inexact[i], inexact[j])
+            inexact[i] = max(inexact[i], inexact[j], UNDEFINED * (xp is numpy and _undefined_conversion(v, a.dtype)))
         elif kind == "read":
             i, index = statement[1:]
             result = env[i][index].item() if env[i].ndim else env[i].item()
