@@ -91,6 +91,10 @@ def explain() -> Explanation:
         if opencl.usable and not opencl_gpu:
             reason += "; the OpenCL device here is not a GPU"
             hint = _CPU_OPENCL_HINT
+        elif importlib.util.find_spec("pyopencl") is not None:  # (installed, and its devices can't run here)
+            reason += "; the OpenCL devices here can't run npgpu's kernels (opencl below says why)"
+            hint = ("a GPU: an NVIDIA GPU with CuPy (pip install 'npgpu[cuda12]'), or any OpenCL GPU with its "
+                    "vendor's driver")
         else:
             hint = ("a GPU: an NVIDIA GPU with CuPy (pip install 'npgpu[cuda12]'), or any OpenCL GPU with its "
                     "vendor's driver; without one, pip install 'npgpu[opencl]' and enable('opencl') run "

@@ -40,6 +40,22 @@ def test_explain_says_what_auto_picks_and_why():
     assert json.loads(json.dumps(why.as_dict()))["choice"] == why.choice
 
 
+def test_explain_names_an_installed_opencl_that_cannot_run(monkeypatch):
+    # (PoCL 3.0 builds nothing on a Zen 5 CPU: the hint must not say "pip install 'npgpu[opencl]'")
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "pyopencl"
+                        else find_spec(name, *a))
+    reasons = {"cupy": "no cupy here", "opencl": "the OpenCL device 'cpu' can't build kernels here: unknown CPU"}
+    monkeypatch.setattr(backends, "unavailable_reason", lambda name: reasons.get(name))
+    monkeypatch.setattr(backends, "resolve_auto", lambda: "numpy")
+    why = npgpu.explain()
+    assert why.choice == "numpy" and "can't run npgpu's kernels" in why.reason
+    assert "npgpu[opencl]" not in why.hint and "npgpu[cuda12]" in why.hint
+    assert [c.why for c in why.candidates][:2] == [reasons["cupy"], reasons["opencl"]]
+
+
 def test_info_prints_autos_choice_and_reason():
     got = _npgpu("info")
     assert got.returncode == 0, got.stderr
