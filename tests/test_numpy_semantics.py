@@ -172,6 +172,7 @@ _LAYOUTS = {
     # (accumulations keep their operand's layout too: PoCL's cumsum was C-ordered; tools/fuzz_programs.py)
     "cumsum_transposed": lambda xp, a: xp.cumsum(a.T, axis=1),
     "cumprod_transposed": lambda xp, a: xp.cumprod(a.T, axis=0),
+    "round_integers_transposed": lambda xp, a: xp.round(a.astype(numpy.int64).T, 1),  # (PoCL's copy was C-ordered)
 }
 
 

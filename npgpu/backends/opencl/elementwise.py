@@ -368,8 +368,13 @@ class Elementwise(Backend):
     @implements(numpy.round, numpy.around, kwargs=("decimals",),
                 accepts=lambda args, kwargs: _round_accepts(args, kwargs))
     def around(self, a: CLArray, decimals: int = 0) -> CLArray:
-        """NumPy's round: of floats Backend.numpy_round; integers are copied."""
-        return self.numpy_round(a, decimals) if a.dtype.kind == "f" else self.copy(a)
+        """NumPy's round: of floats Backend.numpy_round; integers are copied, laid out as ``a`` is
+        (NumPy's copy keeps the operand's order: round(a.T, 1) of integers is F-ordered)."""
+        if a.dtype.kind == "f":
+            return self.numpy_round(a, decimals)
+        out = self.empty_result(a.shape, a.dtype, [a])
+        self.copy_into(out, a)
+        return out
 
     @implements(numpy.clip, kwargs=("a_min", "a_max", "out", "min", "max"))
     def clip(self, a: CLArray, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> CLArray:
