@@ -81,9 +81,9 @@ class KernelSource:
 _VECTOR_WIDTH = {numpy.dtype(numpy.float32): 8, numpy.dtype(numpy.float64): 4}
 
 
-def _vectorizes(ufunc: numpy.ufunc) -> bool:
+def _vectorizes(ufunc: numpy.ufunc, dtype: numpy.dtype) -> bool:
     facts = _table.facts(ufunc.__name__)
-    return facts is not None and facts.vectorizes
+    return facts is not None and facts.vectorizes and not (facts.scalar_float32 and dtype == numpy.float32)
 
 
 def vector_width(graph: Graph) -> int:
@@ -104,11 +104,12 @@ def _vector_width(graph: Graph) -> int:
     dtypes = graph.dtypes()
     if len(dtypes) != 1 or len(graph.outputs) != 1:
         return 0
-    width = _VECTOR_WIDTH.get(next(iter(dtypes)), 0)
+    dtype = next(iter(dtypes))
+    width = _VECTOR_WIDTH.get(dtype, 0)
     for node in walk(graph.outputs):
         if isinstance(node, (Input, Scalar)):
             continue
-        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and _vectorizes(node.ufunc)):
+        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and _vectorizes(node.ufunc, dtype)):
             return 0
     return width
 
