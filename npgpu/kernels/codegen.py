@@ -81,9 +81,9 @@ class KernelSource:
 _VECTOR_WIDTH = {numpy.dtype(numpy.float32): 8, numpy.dtype(numpy.float64): 4}
 
 
-def _vectorizes(ufunc: numpy.ufunc, dtype: numpy.dtype) -> bool:
+def _vectorizes(ufunc: numpy.ufunc) -> bool:
     facts = _table.facts(ufunc.__name__)
-    return facts is not None and facts.vectorizes and not (facts.scalar_float32 and dtype == numpy.float32)
+    return facts is not None and facts.vectorizes
 
 
 def vector_width(graph: Graph) -> int:
@@ -104,12 +104,11 @@ def _vector_width(graph: Graph) -> int:
     dtypes = graph.dtypes()
     if len(dtypes) != 1 or len(graph.outputs) != 1:
         return 0
-    dtype = next(iter(dtypes))
-    width = _VECTOR_WIDTH.get(dtype, 0)
+    width = _VECTOR_WIDTH.get(next(iter(dtypes)), 0)
     for node in walk(graph.outputs):
         if isinstance(node, (Input, Scalar)):
             continue
-        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and _vectorizes(node.ufunc, dtype)):
+        if not (isinstance(node, Apply) and node.ufunc.nout == 1 and _vectorizes(node.ufunc)):
             return 0
     return width
 
@@ -524,6 +523,9 @@ def _vector_elementwise(graph: Graph, layout: Layout, sig: _Sig, scalar_names: l
     checks_v = emit_checks(graph, names_v, "opencl", error_flag("opencl"), vector=lanes)
     rename = re.compile(rf"\b{ct}\b")
     stmts_v = [rename.sub(vt, st) for st in stmts_v]
+    guarded = _guarded_builtins(graph) if dtype == numpy.float32 else []
+    for c in guarded:  # (UfuncFacts.guard_float8: infinite lanes made NaN before the builtin)
+        stmts_v = [re.sub(rf"\b{c}\(", f"npg_v{c}(", st) for st in stmts_v]
     scalar_load = {i: f"in{i}[in{i}_off + i]" for i in range(n_in)}
     stmts_s, results_s, _ = emit_body(graph, "opencl", scalar_load, scalar_names, names_s := {})
     checks_s = emit_checks(graph, names_s, "opencl", error_flag("opencl"))
@@ -554,9 +556,20 @@ def _vector_elementwise(graph: Graph, layout: Layout, sig: _Sig, scalar_names: l
                  "  for (; i < i1; i++) {", *("    " + st for st in stmts_s + checks_s.inline()), "  }", "}"]
     fp64 = _needs_fp64(graph.dtypes())
     base = "double" if dtype == numpy.float64 else "float"
-    src = _preamble("opencl", fp64) + [f"typedef {base}{width} {vt};", sig.header(name) + " {"]
-    src += ["  " + b for b in body] + ["}"]
+    src = _preamble("opencl", fp64) + [f"typedef {base}{width} {vt};"]
+    src += [f"inline {vt} npg_v{c}({vt} x) {{ return {c}(select(x, x - x, isinf(x))); }}" for c in guarded]
+    src += [sig.header(name) + " {"] + ["  " + b for b in body] + ["}"]
     return KernelSource("\n".join(src) + "\n", name, "opencl", tuple(sig.args), fp64)
+
+
+def _guarded_builtins(graph: Graph) -> list[str]:
+    """The OpenCL builtins of ``graph`` whose float8 forms take no infinite lane (UfuncFacts.guard_float8)."""
+    names = set()
+    for node in walk(graph.outputs):
+        facts = _table.facts(node.ufunc.__name__) if isinstance(node, Apply) else None
+        if facts is not None and facts.guard_float8:
+            names.add(facts.expressions["f"].split("(")[0])
+    return sorted(names)
 
 
 @dataclass(frozen=True)

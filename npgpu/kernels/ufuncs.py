@@ -359,10 +359,11 @@ class UfuncFacts:
     #: The float template is plain arithmetic or an OpenCL builtin that also takes vector types,
     #: with no helper function and no comparison: the same text computes a vector of them.
     vectorizes: bool = False
-    #: Its float32 vector form is wrong on a device npgpu runs (PoCL 3.0's float8 sin, cos and tan
-    #: give the other lanes wrong values where one lane is infinite: sin(0.001) as 0.0079999):
-    #: a float32 graph holding it runs element by element.
-    scalar_float32: bool = False
+    #: Its OpenCL builtin's float8 form gives the other lanes of a vector wrong values where one
+    #: lane is infinite (PoCL 3.0's sin, cos and tan: sin(0.001) as 0.0079999, on the kernel
+    #: library of AVX-512 CPUs): float32 vector code calls it with infinite lanes made NaN first,
+    #: which the builtin maps to NaN as it maps an infinity (codegen._vector_elementwise).
+    guard_float8: bool = False
     #: Kinds of loops whose result is inf or NaN wherever they raise a flag (every error shows in the
     #: result: a kernel tests the result's finiteness first, the conditions only where it fails).
     flagged_result_nonfinite: Kinds = ""
@@ -514,9 +515,9 @@ _ENTRIES = (
     _math("log10", "log10", errors={"f": _LOG}, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("log1p", "log1p", errors={"f": {DIVIDE: "({0} == -1)", INVALID: "({0} < -1)"}},
           propagates_nonfinite=_FIRST, vectorizes=True),
-    _math("sin", "sin", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, scalar_float32=True),
-    _math("cos", "cos", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, scalar_float32=True),
-    _math("tan", "tan", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, scalar_float32=True),
+    _math("sin", "sin", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, guard_float8=True),
+    _math("cos", "cos", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, guard_float8=True),
+    _math("tan", "tan", errors={"f": _TRIG}, propagates_nonfinite=_FIRST, vectorizes=True, guard_float8=True),
     _math("arcsin", "asin", errors={"f": {INVALID: "(fabs({0}) > 1)"}}, propagates_nonfinite=_FIRST,
           vectorizes=True),
     _math("arccos", "acos", errors={"f": {INVALID: "(fabs({0}) > 1)"}}, propagates_nonfinite=_FIRST,
