@@ -295,6 +295,25 @@ def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
     return b.build([b.input(src)], [dst])
 
 
+def where_plan(condition: Any, x: Any, y: Any, is_array: Callable[[Any], bool]
+               ) -> tuple[tuple[str, ...], tuple[numpy.dtype, ...], numpy.dtype]:
+    """``where(condition, x, y)``'s operand kinds ("array" or "scalar"), their dtypes as a select
+    graph reads them (a scalar condition as bool, scalar values in the result's dtype) and the
+    result's dtype (NumPy's result_type of x and y, Python scalars weak), for ``where_graph``."""
+    dt = numpy.result_type(*(o.dtype if is_array(o) else o for o in (x, y)))
+    kinds = tuple("array" if is_array(o) else "scalar" for o in (condition, x, y))
+    dts = tuple(o.dtype if is_array(o) else numpy.dtype(bool) if i == 0 else dt
+                for i, o in enumerate((condition, x, y)))
+    return kinds, dts, dt
+
+
+def where_graph(kinds: tuple[str, ...], dtypes: tuple[numpy.dtype, ...], dt: numpy.dtype) -> Graph:
+    """NumPy's where as one select node over operands of these kinds and dtypes (``where_plan``)."""
+    b = GraphBuilder()
+    nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dtypes, strict=True)]
+    return b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
+
+
 def evaluate(graph: Graph, inputs: list[Any], scalars: list[Any],
              watch: Callable[[int, int], AbstractContextManager[Any]] | None = None) -> list[Any]:
     """Values of ``graph``'s outputs computed with NumPy, node by node, on the exact loops (the

@@ -205,7 +205,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             # own mean of an empty stand-in: nothing to compute, its reports exactly NumPy's
             numpy.mean(numpy.empty(args[0].shape, args[0].dtype), *args[1:], **kwargs)
         if func is numpy.where and len(args) == 3 and not kwargs:
-            selected = self._where_in_operands_order(*args)
+            selected = self._own_where(*args)
             if selected is not None:
                 return selected
         result = super().call_function(func, args, kwargs)
@@ -213,7 +213,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
             self._reduction_errors(args[0], result)
         return result
 
-    def _where_in_operands_order(self, condition: Any, x: Any, y: Any) -> Any:
+    def _own_where(self, condition: Any, x: Any, y: Any) -> Any:
         """where(condition, x, y) as NumPy computes it, by a select kernel of the code generator,
         where CuPy's where differs: a result laid out in its operands' memory order (CuPy's is
         C-ordered), and floats converted or tested as NumPy does (CuPy's kernels flush float32
@@ -226,8 +226,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if len(arrays) == 3 and condition.dtype.kind == "b" and x.dtype == y.dtype and x._c_contiguous and \
                 y._c_contiguous and condition._c_contiguous:
             return None  # (the common case, at once: nothing converted, C order)
-        dt = numpy.result_type(*(o.dtype if self.is_native(o) else o for o in (x, y)))
-        dts = tuple(o.dtype if self.is_native(o) else numpy.dtype(bool) if i == 0 else dt for i, o in enumerate(ops))
+        kinds, dts, dt = ir.where_plan(condition, x, y, self.is_native)
         if dt.kind not in "biuf" or not all(_table.is_supported_dtype(d) for d in (*dts, dt)):
             return None
         shape = numpy.broadcast_shapes(*(o.shape if self.is_native(o) else () for o in ops))
@@ -235,14 +234,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
         if not converts and (all(a._c_contiguous for a in arrays) or len(shape) < 2 or
                              not self._result_layout(shape, tuple((a.shape, a.strides) for a in arrays))):
             return None  # (C order, nothing converted: CuPy's where)
-        kinds = tuple("array" if self.is_native(o) else "scalar" for o in ops)
-
-        def build() -> Any:
-            b = ir.GraphBuilder()
-            nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
-            return b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
-
-        graph = self._eager_graph(("where", kinds, dts, dt), build)
+        graph = self._eager_graph(("where", kinds, dts, dt), lambda: ir.where_graph(kinds, dts, dt))
         scalars = [d.type(o) for o, k, d in zip(ops, kinds, dts, strict=True) if k == "scalar"]
         return self.run_fused(graph, arrays, scalars, shape)
 

@@ -327,17 +327,11 @@ class Elementwise(Backend):
         if x is None and y is None:
             raise NotImplementedError("opencl backend: one-argument where (nonzero)")
         ops = [condition, x, y]
-        dt = numpy.result_type(*[o.dtype if isinstance(o, CLArray) else o for o in (x, y)])
-        kinds = tuple("array" if isinstance(o, CLArray) else "scalar" for o in ops)
-        dts = tuple(
-            o.dtype if isinstance(o, CLArray) else (numpy.dtype(bool) if i == 0 else dt) for i, o in enumerate(ops)
-        )
+        kinds, dts, dt = ir.where_plan(condition, x, y, lambda o: isinstance(o, CLArray))
         key = ("where", kinds, dts, dt)
         graph = self._graphs.get(key)
         if graph is None:
-            b = ir.GraphBuilder()
-            nodes = [b.input(d) if k == "array" else b.scalar(d) for k, d in zip(kinds, dts, strict=True)]
-            graph = self._graphs[key] = b.build([b.select(nodes[0], nodes[1], nodes[2], dt)])
+            graph = self._graphs[key] = ir.where_graph(kinds, dts, dt)
         shape = numpy.broadcast_shapes(*[numpy.shape(o) if not isinstance(o, CLArray) else o.shape for o in ops])
         arrays = [o for o in ops if isinstance(o, CLArray)]
         out = self.empty_result(shape, dt, arrays)
