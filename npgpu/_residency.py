@@ -68,6 +68,7 @@ import collections
 import dis
 import functools
 import gc
+import random
 import sys
 import threading
 import time
@@ -121,10 +122,14 @@ AMORTIZED = 2.0
 #: spans STRIDE times as many and a phase of element work is judged as before, later
 CALM = 1.0
 STRIDE_MAX = 16
-#: the lengths of the runs between sampled charges, cycled (pseudo-random: a loop body's charges
-#: come in a fixed order, and a fixed stride could pick the same few of them every iteration);
-#: scaled to the stride, they average one
-_RUNS = (0.75, 1.5, 0.5, 1.25, 1.0, 0.625, 1.375, 1.0, 0.875, 1.125, 0.25, 1.75, 1.0, 0.5, 1.5, 1.0)
+#: the lengths of the runs between sampled charges: drawn uniformly from 1 to 2 * stride - 1
+#: (averaging the stride) by a generator of fixed seed. A loop body's charges come in a fixed
+#: order, and runs of lengths that share a factor with its period take the same charges every
+#: iteration: the cycled multiples of the stride used before were all even at STRIDE_MAX, and in
+#: correlation's loop, whose body charges a small view (a cost) then a large one (a credit), they
+#: took only the costs, at twice their weight; a window then estimated an excess the work never
+#: had and moved the array (one run of the test suite in five)
+_draws = random.Random(0x5EED)
 #: the last judged windows: (wall seconds, estimated excess seconds, charges, arrays moved, NumPy's
 #: estimated seconds for the charged work)
 history: collections.deque[tuple[float, float, int, int, float]] = collections.deque(maxlen=64)
@@ -509,7 +514,7 @@ class _WindowState:
     slots: every index charge reads and writes it, and a store to a class attribute invalidated
     the class's lookup caches at each charge."""
 
-    __slots__ = ("opened", "excess", "events", "numpy_s", "stride", "skip", "weight", "runs")
+    __slots__ = ("opened", "excess", "events", "numpy_s", "stride", "skip", "weight")
 
     def __init__(self) -> None:
         self.opened = time.perf_counter()
@@ -519,7 +524,6 @@ class _WindowState:
         self.stride = 1  # (calm windows: one index charge in ``stride`` is taken, on average; CALM)
         self.skip = 0  # (index charges still to pass before the next one taken)
         self.weight = 1  # (how many charges the next one taken stands for)
-        self.runs = 0  # (position in _RUNS)
 
     def clear(self) -> None:
         """Close the window: the next charge opens one."""
@@ -632,8 +636,7 @@ def _charge(ledger: Ledger, excess: float, numpy_s: float) -> None:
         weight = window.weight
         excess *= weight
         numpy_s *= weight
-        window.runs = runs = (window.runs + 1) % len(_RUNS)
-        window.weight = max(1, round(window.stride * _RUNS[runs]))
+        window.weight = _draws.randint(1, 2 * window.stride - 1)
         window.skip = window.weight - 1
     _add(ledger, excess, numpy_s)
     window.events = events = window.events + 1

@@ -244,6 +244,37 @@ def test_calm_windows_sample_their_charges_and_element_work_still_moves_the_arra
     numpy.testing.assert_array_equal(numpy.asarray(A), host)
 
 
+def _estimated_excess_of_alternating_views(monkeypatch, passes):
+    """A loop body taking a small view (a launch: a cost) then a large one (the device's rate: a
+    credit) of one tracked array, on the test's clock: the excess its ledger was charged."""
+    clock = _Clock()
+    monkeypatch.setattr(_residency, "time", clock)
+    A = npgpu.asarray(numpy.arange(1_000_000.0))
+    for i in range(passes):
+        A[i % 7:i % 7 + 8]  # noqa: B018
+        A[i % 7:i % 7 + 300_000]  # noqa: B018
+        clock.now += 50e-6
+    assert type(A) is _array.DeviceArray  # (the credits outweigh the costs: it stays)
+    return _residency.tracked[id(A)].total
+
+
+def test_sampled_charges_estimate_a_loop_body_of_two_alternating_charges(gpu_like, monkeypatch):
+    """Calm windows take one charge in a stride, each standing for the ones passed. Runs of equal
+    parity between the charges taken would take only the small views' costs, or only the large
+    views' credits, of a body that alternates them (cycled multiples of STRIDE_MAX did: the
+    correlation loop's array moved in one run of the suite in five): the sampled estimate stays
+    near the whole one."""
+    passes = 20_000
+    with monkeypatch.context() as unsampled:
+        unsampled.setattr(_residency, "STRIDE_MAX", 1)
+        whole = _estimated_excess_of_alternating_views(unsampled, passes)
+    _residency._Window.reset()
+    sampled = _estimated_excess_of_alternating_views(monkeypatch, passes)
+    assert _residency._Window.stride == _residency.STRIDE_MAX
+    assert whole < 0
+    assert sampled / whole == pytest.approx(1.0, abs=0.2)
+
+
 def test_whole_array_work_stays_on_the_device(gpu_like):
     host = numpy.random.default_rng(1).random((1000, 1000))
     expected = host.copy()
