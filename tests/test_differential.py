@@ -323,6 +323,18 @@ def test_float32_trigonometry_beside_infinities(xp, ufunc):
         return getattr(xp, ufunc)(xp.asarray(x)), getattr(xp, ufunc)(xp.asarray(x.reshape(4, 8)) * 1)
 
 
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@differential(rtol=0.0)
+def test_tanh_reaches_one_where_numpys_does(xp, dtype):
+    # PoCL 3.0's float tanh stopped at 0.99999994, tanh(inf) included (found by
+    # tools/fuzz_programs.py: trunc(tanh(x)) was 0 where NumPy's is 1); NumPy's float32 loop is 1
+    # from |x| >= 10 and 0.99999994 at 9.999999, the float before 10
+    x = numpy.array([numpy.inf, -numpy.inf, 10.0, -10.0, 9.999999, 20.0, -1e30, 0.0, -0.0, numpy.nan, 50.0, 1e6],
+                    dtype)
+    x = numpy.tile(x, 3)  # (vector kernels and their remainder)
+    return xp.tanh(xp.asarray(x)), xp.trunc(xp.tanh(xp.asarray(x[:13]) * 1))
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

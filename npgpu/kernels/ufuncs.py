@@ -373,6 +373,10 @@ class UfuncFacts:
     #: Its float16 loop's template where NumPy's half loop is not its float32 one (max and min keep
     #: the first operand of equal ones: NumPy's half loops compare with >= and <=)
     half_expression: str = ""
+    #: Its float32 loop's template where the builtin's float form and NumPy's float32 loop part
+    #: (tanh: PoCL 3.0's float tanh never reaches 1, tanh(inf) being 0.99999994, where NumPy's is
+    #: +-1 from |x| >= 10). Plain arithmetic and builtins with vector forms, as ``vectorizes`` asks.
+    float32_expression: str = ""
 
 
 _BOTH, _FIRST = (0, 1), (0,)
@@ -388,6 +392,14 @@ def _flags(helper: str, nin: int, operands: str = "", categories: tuple[int, ...
 def _ordered(helper: str) -> dict[str, Any]:
     """A complex comparison: NumPy's lexicographic order, which raises invalid for a NaN it compares."""
     return {"c": f"@{helper}({{0}}, {{1}})"}
+
+
+# float32 tanh: the builtin's value, made +-1 where |x| >= 10 (NumPy's float32 loop reaches 1 there,
+# and is below it at 9.999999, the float before 10): the step is fmin(fmax(|x| - 9.999999, 0) * 1e30,
+# 1), 0 or 1 with no comparison (vector code takes it), 0 for NaN (fmax drops it: NaN stays NaN);
+# 1 - |t| is exact for |t| >= 0.5, so t plus it, with x's sign, is exactly +-1
+_TANH_F32 = ("(tanh({0}) + copysign(fmin(fmax(fabs({0}) - 9.999999046325684f, 0.0f) * 1e30f, 1.0f)"
+             " * (1.0f - fabs(tanh({0}))), {0}))")
 
 
 _NZ0, _NZ1 = "({0}.re != 0 || {0}.im != 0)", "({1}.re != 0 || {1}.im != 0)"
@@ -525,7 +537,7 @@ _ENTRIES = (
     _math("arctan", "atan", vectorizes=True),
     _math("sinh", "sinh", errors={"f": _EXP}, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("cosh", "cosh", errors={"f": _EXP}, propagates_nonfinite=_FIRST, vectorizes=True),
-    _math("tanh", "tanh", vectorizes=True),
+    _math("tanh", "tanh", vectorizes=True, float32_expression=_TANH_F32),
     _math("arcsinh", "asinh", propagates_nonfinite=_FIRST, vectorizes=True),
     _math("arccosh", "acosh", errors={"f": {INVALID: "({0} < 1)"}}, propagates_nonfinite=_FIRST, vectorizes=True),
     _math("arctanh", "atanh", errors={"f": {DIVIDE: "(fabs({0}) == 1)", INVALID: "(fabs({0}) > 1)"}},
@@ -647,6 +659,8 @@ def render(
         template = _MIXED_SIGN_COMPARISONS[_name(ufunc)][in_dt.kind != "i"]
     if is_half(in_dt) and UFUNCS[_name(ufunc)].half_expression:
         template = UFUNCS[_name(ufunc)].half_expression
+    elif in_dt == numpy.float32 and UFUNCS[_name(ufunc)].float32_expression:
+        template = UFUNCS[_name(ufunc)].float32_expression
     if template is None:
         raise KeyError(f"no {dialect} template for {ufunc.__name__} with loop {loop}")
     if isinstance(template, tuple):
