@@ -335,6 +335,14 @@ def test_tanh_reaches_one_where_numpys_does(xp, dtype):
     return xp.tanh(xp.asarray(x)), xp.trunc(xp.tanh(xp.asarray(x[:13]) * 1))
 
 
+@differential(rtol=0.0)
+def test_views_of_a_zero_dimensional_array(xp):
+    # NumPy's flip of a 0-d array is its element (m[()]): OpenCL's view of it took the offset of the
+    # scalar's own memory (found by tools/fuzz_programs.py)
+    a = xp.asarray(numpy.array(-7, numpy.int16))
+    return xp.flip(a), xp.flip(a, axis=None), xp.squeeze(a), xp.expand_dims(a, 0), a.T, a[...]
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

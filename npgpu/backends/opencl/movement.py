@@ -282,7 +282,10 @@ class Movement(Backend):
         dummy = as_strided(numpy.zeros(1, a.dtype), a.shape, a.strides, writeable=False)
         base = dummy.__array_interface__["data"][0]
 
-        def back(v: numpy.ndarray) -> CLArray:
+        def back(v: numpy.ndarray | numpy.generic) -> CLArray:
+            if not isinstance(v, numpy.ndarray):  # (a 0-d array's one element, as flip's ``m[()]`` gives it)
+                assert a.ndim == 0, f"{how.__name__} gave a scalar of a {a.ndim}-d array"
+                return a.view((), (), a.offset)  # (the dispatcher reads it back as NumPy's scalar)
             return a.view(v.shape, v.strides, a.offset + v.__array_interface__["data"][0] - base)
 
         result = how(dummy, *args, **kwargs)
