@@ -173,6 +173,11 @@ _LAYOUTS = {
     "cumsum_transposed": lambda xp, a: xp.cumsum(a.T, axis=1),
     "cumprod_transposed": lambda xp, a: xp.cumprod(a.T, axis=0),
     "round_integers_transposed": lambda xp, a: xp.round(a.astype(numpy.int64).T, 1),  # (PoCL's copy was C-ordered)
+    # (joins lay out as their operands, C order breaking ties: PoCL's were C-ordered; the fuzz)
+    "concatenate_transposed": lambda xp, a: xp.concatenate([a.T, a.T]),
+    "concatenate_mixed": lambda xp, a: xp.concatenate([a.T, xp.ones((6, 4))], axis=1),
+    "stack_transposed": lambda xp, a: xp.stack([a.T, a.T[::-1]], axis=1),
+    "hstack_strided": lambda xp, a: xp.hstack([a.T[:, ::2], a.T[:, 1::2]]),
 }
 
 

@@ -212,3 +212,36 @@ def test_opencl_ordered_sums_report_overflow_as_numpy(opencl, n):
         assert [str(w.message) for w in caught] == ["overflow encountered in reduce"]
     with numpy.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow encountered in reduce"):
         npgpu.asnumpy(numpy.sum(npgpu.asarray(host)))
+
+
+def _random_view(rng, shape):
+    """A view of ``shape`` of a new array: its axes permuted, some reversed or stepped."""
+    perm = rng.permutation(len(shape))
+    inner = [0] * len(shape)
+    for i, k in enumerate(perm):
+        inner[k] = shape[i]
+    steps = [int(rng.integers(1, 3)) for _ in shape]
+    base = numpy.zeros([n * step for n, step in zip(inner, steps)])
+    view = base[tuple(slice(None, None, step) for step in steps)]
+    view = view[tuple(slice(None, None, -1) if rng.random() < 0.3 else slice(None) for _ in shape)]
+    return numpy.transpose(view, perm)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_join_axes_is_numpys_concatenate_order(seed):
+    # the memory order npgpu's joins lay their results out in (OpenCL's were C-ordered; the fuzz)
+    rng = numpy.random.default_rng(seed)
+    ndim = int(rng.integers(2, 5))
+    shape = [int(rng.choice([1, 2, 3, 4])) for _ in range(ndim)]
+    axis = int(rng.integers(ndim))
+    operands = []
+    for _ in range(int(rng.integers(1, 4))):
+        s = list(shape)
+        s[axis] = int(rng.integers(1, 4))
+        operands.append(_random_view(rng, s))
+    want = numpy.concatenate(operands, axis=axis)
+    axes = order.join_axes([(o.shape, o.strides) for o in operands])
+    laid = numpy.empty([want.shape[d] for d in axes], want.dtype).transpose(numpy.argsort(axes)) \
+        if axes is not None else numpy.empty(want.shape)
+    assert [s for s, n in zip(laid.strides, laid.shape) if n > 1] == [s for s, n in zip(want.strides, want.shape)
+                                                                     if n > 1]

@@ -333,16 +333,21 @@ class Backend:
         are all C-contiguous, or don't say (natives without a ``c_contiguous`` attribute, as
         CuPy's: its backend allocates its own results)."""
         if len(shape) > 1 and not all(getattr(x, "c_contiguous", True) for x in inputs):
-            axes = _order.result_axes(shape, [(x.shape, x.strides) for x in inputs])
-            if axes is not None:
-                itemsize = numpy.dtype(dtype).itemsize
-                strides = [0] * len(shape)
-                for axis in reversed(axes):
-                    strides[axis] = itemsize
-                    itemsize *= shape[axis]
-                buffer = self.empty(tuple(shape[axis] for axis in axes), dtype)
-                return self.strided_view(buffer, tuple(shape), tuple(strides))
+            return self.empty_in_order(shape, dtype, _order.result_axes(shape, [(x.shape, x.strides) for x in inputs]))
         return self.empty(shape, dtype)
+
+    def empty_in_order(self, shape: tuple[int, ...], dtype: numpy.dtype, axes: list[int] | None) -> Any:
+        """A new native of ``shape`` whose axes lie in memory in the order ``axes`` (outermost
+        first; None: C order)."""
+        if axes is None:
+            return self.empty(shape, dtype)
+        itemsize = numpy.dtype(dtype).itemsize
+        strides = [0] * len(shape)
+        for axis in reversed(axes):
+            strides[axis] = itemsize
+            itemsize *= shape[axis]
+        buffer = self.empty(tuple(shape[axis] for axis in axes), dtype)
+        return self.strided_view(buffer, tuple(shape), tuple(strides))
 
     @property
     def supports_map_reduce(self) -> bool:

@@ -173,3 +173,36 @@ def result_axes(shape: tuple[int, ...], operands: list[tuple[tuple[int, ...], tu
             perm.insert(position, perm.pop(i0))
     order = perm[::-1]
     return None if order == list(range(nd)) else order
+
+
+def join_axes(operands: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[int] | None:
+    """The memory order NumPy gives ``concatenate`` (and ``stack``, which concatenates expanded
+    views) of operands of these (shape, byte strides), all of one number of dimensions: its axes,
+    outermost first, or None where that is C order. NumPy sorts the axes by stride, outermost
+    first (``PyArray_CreateMultiSortedStridePerm``): an insertion sort in which an axis moves
+    outward past another where the first operand extended along both (more than 1) has a larger
+    stride there, and stays where any such operand says otherwise; C order breaks ties
+    (``concatenate([a.T, a.T])`` of a C-ordered ``a`` is F-ordered)."""
+    nd = len(operands[0][0]) if operands else 0
+    if nd < 2:
+        return None
+    perm = list(range(nd))
+    for i0 in range(1, nd):
+        position, j0 = i0, perm[i0]
+        for i1 in range(i0 - 1, -1, -1):
+            j1 = perm[i1]
+            compared, outward = False, False
+            for shape, strides in operands:
+                if shape[j0] != 1 and shape[j1] != 1:
+                    if abs(strides[j0]) <= abs(strides[j1]):
+                        outward = False
+                    elif not compared:
+                        outward = True
+                    compared = True
+            if compared:
+                if not outward:
+                    break
+                position = i1
+        if position != i0:
+            perm.insert(position, perm.pop(i0))
+    return None if perm == list(range(nd)) else perm

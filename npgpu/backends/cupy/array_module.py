@@ -14,6 +14,7 @@ import numpy
 
 from ... import _bounds, _fperr, _ops
 from ...kernels import ir
+from ...kernels import order as _order
 from ...kernels import ufuncs as _table
 from ..base import Backend, clip_ufunc, dtype_argument, elements_overlap, native_numeric
 from .compositions import PRODUCT_GUFUNCS, Compositions, numeric_sequence
@@ -403,6 +404,8 @@ class ArrayModuleBackend(Compositions, Backend):
             args, kwargs = self._operands_converted(how, func, args, kwargs)
             if how in ("fill", "fill_like", "copyto"):
                 return self._with_negative_zeros(func, how, args, kwargs)
+            if how == "sequence" and "out" not in kwargs:
+                return self._joined_in_order(func, args, kwargs)
         elif func is numpy.clip and (clipped := self._own_clip(args, kwargs)) is not None:
             return clipped
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
@@ -412,6 +415,39 @@ class ArrayModuleBackend(Compositions, Backend):
                 out[...] = self._converted(super().call_function(func, args, rest), out.dtype)
                 return out
         return super().call_function(func, args, kwargs)
+
+    def _joined_in_order(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """concatenate, stack, vstack or hstack laid out in the memory order NumPy gives it
+        (kernels/order.join_axes: ``concatenate([a.T, a.T])`` is F-ordered); CuPy's are C-ordered,
+        so a result NumPy lays out otherwise is copied into that order (dstack and column_stack,
+        rarer, keep CuPy's)."""
+        result = super().call_function(func, args, kwargs)
+        arrays = args[0] if args else None
+        if result.ndim < 2 or not isinstance(arrays, (list, tuple)) or not all(self.is_native(x) for x in arrays):
+            return result
+        if func is numpy.concatenate:
+            if kwargs.get("axis", args[1] if len(args) > 1 else 0) is None:
+                return result
+            operands = [(x.shape, x.strides) for x in arrays]
+        elif func is numpy.stack:
+            axis = kwargs.get("axis", args[1] if len(args) > 1 else 0)
+            axis = axis + result.ndim if axis < 0 else axis
+            operands = [((*x.shape[:axis], 1, *x.shape[axis:]), (*x.strides[:axis], 0, *x.strides[axis:]))
+                        for x in arrays]
+        elif func in (numpy.vstack, numpy.hstack):
+            operands = [(x.shape, x.strides) for x in arrays if x.ndim == result.ndim]
+            if len(operands) != len(arrays):
+                return result  # (1-d rows of vstack: each is C-ordered, and so is the result)
+        else:
+            return result
+        axes = _order.join_axes(operands) if operands else None
+        if axes is None:
+            return result
+        laid = self.xp.empty(tuple(result.shape[d] for d in axes), result.dtype).transpose(numpy.argsort(axes).tolist())
+        if laid.strides == result.strides:
+            return result  # (NumPy's own, the emulated backend's)
+        laid[...] = result
+        return laid
 
     def _own_clip(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """NumPy's clip of a real array by the code generator's one-node kernel of NumPy's clip loop

@@ -14,6 +14,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
+from ...kernels import order as _order
 from ..base import Backend
 from .array import CLArray, _is_f_contiguous, _native_or_device, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
@@ -243,7 +244,10 @@ class Movement(Backend):
         ax = _norm_axes(axis, arrays[0].ndim)[0]
         if out is not None and out.shape != shape:
             raise ValueError(f"Output array is the wrong shape: {out.shape} instead of {shape}")
-        result = self.empty(shape, rdtype) if out is None else out
+        if out is None:  # (in the memory order NumPy gives it: concatenate([a.T, a.T]) is F-ordered)
+            result = self.empty_in_order(shape, rdtype, _order.join_axes([(a.shape, a.strides) for a in arrays]))
+        else:
+            result = out
         pos = 0
         for a in arrays:
             n = a.shape[ax]
