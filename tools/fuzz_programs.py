@@ -6,9 +6,11 @@ Each seed makes one program of a few statements over small arrays of mixed dtype
 arrays and Python scalars, reductions, views (transposes, slices, reversals), casts, in-place
 operators (also onto an overlapping view of the operand), writes by slices, masks and index arrays
 (repeated indices: the last write wins), reads by index arrays and masks, ``where``,
-``clip``, ``concatenate``, ``sort``, ``dot``, NaN-ignoring and statistical reductions, ``round``,
-comparisons and element reads. The program is written while NumPy runs it (so that every statement is one NumPy
-accepts or rejects for a reason of its own), then run again by npgpu under ``--backend`` with
+``clip``, ``concatenate``, ``sort``, ``dot``, ``matmul``, NaN-ignoring and statistical reductions,
+``round``, comparisons, element reads, ``fill`` and shape functions (reshape, flip, roll, repeat,
+tile, swapaxes, expand_dims, squeeze, diff, stack, stable argsort, unique, nonzero, full_like).
+The program is written while NumPy runs it (so that every statement is one NumPy accepts or
+rejects for a reason of its own), then run again by npgpu under ``--backend`` with
 placement from the first byte. Every array the program made, every element it read and the type
 of every exception it raised must be NumPy's: dtypes, shapes and memory layouts (C- and
 F-contiguity) exactly; integers, bools and the
@@ -16,7 +18,8 @@ results of correctly rounded float operations bit for bit (NaN where NumPy has N
 zero included); anything computed by a transcendental function (exp, log, sin, power, ...) within
 a few units in the last place, as the README documents (and integers or bools computed from such a
 value only in dtype and shape: an ulp moves a cast or a comparison; so are casts of floats C leaves
-undefined, NaN or out of the integer type's range, where NumPy's own loops disagree). A mismatch prints the
+undefined, NaN or out of the integer type's range, where NumPy's own loops disagree; and so are
+copysign and signbit reading a NaN's sign, which IEEE 754 leaves to the machine). A mismatch prints the
 program and the
 first difference; the exit status is 1 if any seed mismatched.
 """
@@ -39,20 +42,28 @@ DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64"
 SHAPES = ((4, 6), (6,), (4, 1), (1, 6), (), (4, 6), (4, 6))
 #: correctly rounded (exact) ufuncs: their results must be NumPy's bits
 EXACT2 = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "maximum", "minimum", "fmax",
-          "fmin", "greater", "less_equal", "equal", "not_equal", "logical_and", "logical_xor", "copysign")
+          "fmin", "greater", "less_equal", "equal", "not_equal", "logical_and", "logical_xor", "copysign", "fmod",
+          "less", "greater_equal", "logical_or", "heaviside", "nextafter")
 INT2 = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "gcd")
 EXACT1 = ("negative", "absolute", "sqrt", "floor", "ceil", "rint", "trunc", "sign", "isnan", "isfinite", "square",
-          "logical_not", "signbit", "positive")
+          "logical_not", "signbit", "positive", "fabs", "reciprocal", "invert", "isinf", "spacing")
 #: exact but for the sign of a zero on a tie, which NumPy's own loops don't agree on (fmax(-0.0,
 #: 0.0) is -0.0 in its scalar loop and 0.0 in its SIMD one): compared as INEXACT values are
 ZERO_SIGN_FREE = ("fmax", "fmin")
 #: computed by libraries that may differ from NumPy's in the last place
-INEXACT1 = ("exp", "log", "sin", "cos", "tanh", "arctan", "log1p", "expm1", "cbrt")
-INEXACT2 = ("power", "arctan2", "hypot")
+INEXACT1 = ("exp", "log", "sin", "cos", "tanh", "arctan", "log1p", "expm1", "cbrt", "sinh", "cosh", "tan", "arcsin",
+            "arccos", "arcsinh", "arctanh", "log2", "log10", "exp2", "deg2rad")
+INEXACT2 = ("power", "arctan2", "hypot", "logaddexp", "float_power")
 #: how far a value is compared: bit for bit; within a few ulp (a transcendental's, or an order of
 #: additions of its own made it); not at all (it comes from a conversion C leaves undefined)
 EXACT, INEXACT, UNDEFINED = 0, 1, 2
-REDUCTIONS = ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "any", "all", "cumsum")
+REDUCTIONS = ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "any", "all", "cumsum", "cumprod", "ptp",
+              "count_nonzero", "median")
+#: reductions whose float results depend on an order of operations (or a mean of two, median's)
+ORDERED = ("sum", "mean", "cumsum", "prod", "cumprod", "median")
+#: shape functions of one array and an axis: (name, how it is called)
+RESHAPES = ("reshape", "flip", "roll", "repeat", "tile", "swapaxes", "expand_dims", "squeeze", "diff", "stack",
+            "argsort", "unique", "nonzero", "cumsum_keep", "sum_keepdims", "like")
 SCALARS = (0, 1, 2, -1, 3, 7, 255, -128, 1000, 2.5, -0.5, 0.0, -0.0, 1e10, 0.1, True, False)
 
 
@@ -111,7 +122,7 @@ class Program:
         kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
                            "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read",
                            "take", "select", "sort", "dot", "nanreduce", "round", "compare", "overlap",
-                           "write_values"])
+                           "write_values", "reshape", "reshape", "matmul", "fill"])
         i = self._pick(env)
         if i is None:
             return None
@@ -195,6 +206,13 @@ class Program:
                 return None
             index = rng.integers(-a.shape[0], a.shape[0], int(rng.integers(1, 6))).tolist()
             return ("write_values", i, index, self._pick(env))
+        if kind == "reshape":
+            axis = int(rng.integers(a.ndim)) if a.ndim else None
+            return ("reshape", str(rng.choice(RESHAPES)), i, axis, self._scalar())
+        if kind == "matmul":
+            return ("matmul", i, self._pick(env))
+        if kind == "fill":
+            return ("fill", i, self._scalar())
         if kind == "compare":
             j = self._pick(env)
             return ("compare", str(rng.choice(["less", "greater_equal", "equal", "array_equal", "allclose"])), i, j)
@@ -211,19 +229,22 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         if kind == "ufunc2":
             name, i, j = statement[1:]
             result = getattr(xp, name)(env[i], env[j])
-            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], inexact[j])
+            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], inexact[j],
+                        UNDEFINED * (xp is numpy and name == "copysign" and _has_nan(env[j])))
         elif kind == "scalar2":
             name, i, s, flipped = statement[1:]
             result = getattr(xp, name)(s, env[i]) if flipped else getattr(xp, name)(env[i], s)
-            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i])
+            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i],
+                        UNDEFINED * (xp is numpy and name == "copysign" and flipped and _has_nan(env[i])))
         elif kind == "ufunc1":
             name, i = statement[1:]
             result = getattr(xp, name)(env[i])
-            taint = max(INEXACT * (name in INEXACT1), inexact[i])
+            taint = max(INEXACT * (name in INEXACT1), inexact[i],
+                        UNDEFINED * (xp is numpy and name == "signbit" and _has_nan(env[i])))
         elif kind == "reduce":
             name, i, axis = statement[1:]
             result = getattr(xp, name)(env[i], axis=axis)
-            taint = max(inexact[i], INEXACT * (name in ("sum", "mean", "cumsum", "prod")))  # (orders of addition)
+            taint = max(inexact[i], INEXACT * (name in ORDERED))  # (orders of addition)
         elif kind == "view":
             how, i, axis = statement[1:]
             a = env[i]
@@ -325,6 +346,21 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             a, v = env[i], env[j]
             a[xp.asarray(numpy.array(index))] = v.ravel()[: len(index)] if v.ndim else v
             inexact[i] = max(inexact[i], inexact[j], UNDEFINED * (xp is numpy and _undefined_conversion(v, a.dtype)))
+        elif kind == "reshape":
+            name, i, axis, s = statement[1:]
+            result = _reshaped(xp, name, env[i], axis, s)
+            taint = max(inexact[i], INEXACT * (name in ("cumsum_keep", "sum_keepdims")),
+                        UNDEFINED * (name == "like" and xp is numpy
+                                                 and _undefined_conversion(numpy.asarray(s), env[i].dtype)))
+        elif kind == "matmul":
+            i, j = statement[1:]
+            result = xp.matmul(env[i], env[j])
+            taint = max(INEXACT, inexact[i], inexact[j])
+        elif kind == "fill":
+            i, s = statement[1:]
+            env[i].fill(s)
+            inexact[i] = max(inexact[i], UNDEFINED * (xp is numpy and _undefined_conversion(numpy.asarray(s),
+                                                                                         env[i].dtype)))
         elif kind == "read":
             i, index = statement[1:]
             result = env[i][index].item() if env[i].ndim else env[i].item()
@@ -333,6 +369,48 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         result = type(exc)
     env.append(result)
     inexact.append(taint)
+
+
+def _reshaped(xp: Any, name: str, a: Any, axis: int | None, s: Any) -> Any:
+    """One of RESHAPES applied to ``a`` (``axis`` None for a 0-d array; ``s`` a scalar of SCALARS)."""
+    ax = 0 if axis is None else axis
+    if name == "reshape":
+        return a.reshape(-1, 2) if a.size % 2 == 0 else a.reshape(-1)
+    if name == "flip":
+        return xp.flip(a, axis)
+    if name == "roll":
+        return xp.roll(a, 1 + ax, axis)
+    if name == "repeat":
+        return xp.repeat(a, 2, axis)
+    if name == "tile":
+        return xp.tile(a, (2, 1))
+    if name == "swapaxes":
+        return xp.swapaxes(a, 0, -1)
+    if name == "expand_dims":
+        return xp.expand_dims(a, ax)
+    if name == "squeeze":
+        return xp.squeeze(a)
+    if name == "diff":
+        return xp.diff(a, axis=-1)
+    if name == "stack":
+        return xp.stack([a, a], axis=ax)
+    if name == "argsort":
+        return xp.argsort(a, axis=axis, kind="stable")
+    if name == "unique":
+        return xp.unique(a)
+    if name == "nonzero":
+        return xp.stack(xp.nonzero(a)) if a.ndim else xp.nonzero(a)
+    if name == "cumsum_keep":
+        return xp.cumsum(a, axis=axis, dtype=a.dtype)
+    if name == "sum_keepdims":
+        return a.sum(axis=axis, keepdims=True)
+    return xp.full_like(a, s)
+
+
+def _has_nan(a: Any) -> bool:
+    """Whether ``a`` holds a NaN, whose sign copysign and signbit read: IEEE 754 leaves the sign of
+    an invalid operation's NaN to the machine (x86's is negative, PoCL's log1p(-2.25) positive)."""
+    return isinstance(a, (numpy.ndarray, numpy.generic)) and a.dtype.kind in "fc" and bool(numpy.isnan(a).any())
 
 
 def _undefined_conversion(a: numpy.ndarray, dtype: numpy.dtype) -> bool:
@@ -372,7 +450,8 @@ def difference(expected: Any, got: Any, inexact: int) -> str | None:
         expected = numpy.asarray(expected)
         if not isinstance(got, numpy.ndarray):
             return f"expected an array, got {type(got).__name__}"
-        if got.dtype != expected.dtype or got.shape != expected.shape:
+        if got.dtype != expected.dtype or (got.shape != expected.shape if inexact < UNDEFINED else
+                                           got.ndim != expected.ndim):  # (a[a > 1] of undefined values)
             return f"dtype/shape {got.dtype}{got.shape} != {expected.dtype}{expected.shape}"
         return _values(expected, got, inexact)
     if type(got) is not type(expected):
