@@ -178,6 +178,10 @@ _LAYOUTS = {
     "concatenate_mixed": lambda xp, a: xp.concatenate([a.T, xp.ones((6, 4))], axis=1),
     "stack_transposed": lambda xp, a: xp.stack([a.T, a.T[::-1]], axis=1),
     "hstack_strided": lambda xp, a: xp.hstack([a.T[:, ::2], a.T[:, 1::2]]),
+    # (roll's result is empty_like(a): PoCL's was C-ordered; the fuzz)
+    "roll_transposed": lambda xp, a: xp.roll(a.T, 1, axis=0),
+    "roll_transposed_nowhere": lambda xp, a: xp.roll(a.T, 0, axis=1),
+    "roll_two_axes": lambda xp, a: xp.roll(a.T[::-1], (1, 2), axis=(0, 1)),
 }
 
 

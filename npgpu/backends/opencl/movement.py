@@ -126,7 +126,8 @@ class Movement(Backend):
 
     @implements(numpy.roll, kwargs=("shift", "axis"), complex_values=True)
     def roll(self, a: CLArray, shift: Any, axis: Any = None) -> CLArray:
-        """NumPy's roll: each axis's two pieces copied into place in a new array (no host trip)."""
+        """NumPy's roll: each axis's two pieces copied into place in a new array (no host trip),
+        laid out as NumPy's ``empty_like(a)`` is (a's order of axes in memory)."""
         if axis is None:
             return self.reshape(self.roll(self.ravel(a), shift, 0), a.shape)
         # (NumPy's reading of shift and axis: broadcast together, shifts summed per axis, int(shift))
@@ -142,11 +143,14 @@ class Movement(Backend):
             k = total % n if n else 0
             if not k:
                 continue
-            rolled = self.empty(result.shape, result.dtype)
+            rolled = self.empty_ordered(a.shape, a.dtype, "K", like=a)
             self.copy_into(_along(rolled, ax, k, n), _along(result, ax, 0, n - k))
             self.copy_into(_along(rolled, ax, 0, k), _along(result, ax, n - k, n))
             result = rolled
-        return self.copy(result) if result is a else result
+        if result is a:
+            result = self.empty_ordered(a.shape, a.dtype, "K", like=a)
+            self.copy_into(result, a)
+        return result
 
     @implements(numpy.diff, kwargs=("n", "axis"))
     def diff(self, a: CLArray, n: int = 1, axis: int = -1) -> CLArray:
