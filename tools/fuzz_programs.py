@@ -40,6 +40,8 @@ import npgpu  # noqa: E402
 
 DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float32", "float64")
 SHAPES = ((4, 6), (6,), (4, 1), (1, 6), (), (4, 6), (4, 6))
+#: ``--scale k``: each extent of SHAPES times k (and one more where k > 1, so that vector kernels
+#: run their remainder and reductions their partial work-groups)
 #: correctly rounded (exact) ufuncs: their results must be NumPy's bits
 EXACT2 = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "maximum", "minimum", "fmax",
           "fmin", "greater", "less_equal", "equal", "not_equal", "logical_and", "logical_xor", "copysign", "fmod",
@@ -86,14 +88,15 @@ def _value_array(rng: numpy.random.Generator, shape: tuple[int, ...], dtype: str
 class Program:
     """A program of statements, written while NumPy runs it."""
 
-    def __init__(self, seed: int, statements: int) -> None:
+    def __init__(self, seed: int, statements: int, scale: int = 1) -> None:
         self.rng = numpy.random.default_rng(seed)
         self.inputs: list[numpy.ndarray] = []
         self.statements: list[tuple[Any, ...]] = []
         env: list[Any] = []
         inexact: list[int] = []
         for _ in range(3):
-            shape = SHAPES[int(self.rng.integers(len(SHAPES)))]
+            base = SHAPES[int(self.rng.integers(len(SHAPES)))]
+            shape = tuple(n if n == 1 or scale == 1 else n * scale + 1 for n in base)
             a = _value_array(self.rng, shape, DTYPES[int(self.rng.integers(len(DTYPES)))])
             self.inputs.append(a)
             env.append(a.copy())
@@ -244,7 +247,8 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         elif kind == "reduce":
             name, i, axis = statement[1:]
             result = getattr(xp, name)(env[i], axis=axis)
-            taint = max(inexact[i], INEXACT * (name in ORDERED))  # (orders of addition)
+            taint = max(inexact[i], INEXACT * (name in ORDERED  # (orders of addition; and which zero a tie keeps)
+                                               or (name in ("max", "min", "ptp") and _both_zeros(env[i]))))
         elif kind == "view":
             how, i, axis = statement[1:]
             a = env[i]
@@ -323,7 +327,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         elif kind == "nanreduce":
             i, axis, name = statement[1:]
             result = getattr(xp, name)(env[i], axis=axis)
-            taint = max(INEXACT, inexact[i])  # (sums and square roots in an order of their own)
+            taint = max(INEXACT, inexact[i])  # (sums and square roots in an order of their own; zero ties)
         elif kind == "round":
             i, _, decimals = statement[1:]
             result = xp.round(env[i], int(decimals))
@@ -407,6 +411,15 @@ def _reshaped(xp: Any, name: str, a: Any, axis: int | None, s: Any) -> Any:
     return xp.full_like(a, s)
 
 
+def _both_zeros(a: Any) -> bool:
+    """Whether float array ``a`` holds 0.0 and -0.0: which of them a max or min keeps is its loop's
+    order (NumPy's SIMD and scalar reductions differ), as fmax's and fmin's ties are."""
+    if not isinstance(a, (numpy.ndarray, numpy.generic)) or a.dtype.kind != "f":
+        return False
+    zeros = numpy.signbit(a[a == 0])
+    return bool(zeros.any() and not zeros.all())
+
+
 def _has_nan(a: Any) -> bool:
     """Whether ``a`` holds a NaN, whose sign copysign and signbit read: IEEE 754 leaves the sign of
     an invalid operation's NaN to the machine (x86's is negative, PoCL's log1p(-2.25) positive)."""
@@ -479,8 +492,8 @@ def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: int) -> str | 
     return None if numpy.array_equal(got, expected) else f"values {got!r} != {expected!r}"
 
 
-def run_seed(seed: int, backend: str, statements: int, fusion: bool) -> str | None:
-    program = Program(seed, statements)
+def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int = 1) -> str | None:
+    program = Program(seed, statements, scale)
     expected_env = [a.copy() for a in program.inputs]
     expected_inexact = [EXACT] * len(expected_env)
     got_env: list[Any] = []
@@ -501,7 +514,8 @@ def run_seed(seed: int, backend: str, statements: int, fusion: bool) -> str | No
             why = f"layout (C, F contiguous) {got_layouts[slot]} != NumPy's {_layout(e)}"
         if why is not None:
             lines = [f"seed {seed}: slot {slot}: {why}", "inputs:"]
-            lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" for k, a in enumerate(program.inputs)]
+            lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" if a.size <= 48 else f"  [{k}] {a.dtype}{a.shape}"
+                      for k, a in enumerate(program.inputs)]
             lines += [f"  [{len(program.inputs) + k}] {s!r}" for k, s in enumerate(program.statements)]
             return "\n".join(lines)
     return None
@@ -514,11 +528,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--statements", type=int, default=12)
     parser.add_argument("--fusion", choices=("on", "off"), default="on")
     parser.add_argument("--max-reports", type=int, default=10)
+    parser.add_argument("--scale", type=int, default=1, help="arrays' extents times this (plus one)")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     bad = 0
     for seed in range(start, stop):
-        why = run_seed(seed, args.backend, args.statements, args.fusion == "on")
+        why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale)
         if why is not None:
             bad += 1
             if bad <= args.max_reports:
