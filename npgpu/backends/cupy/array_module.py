@@ -406,6 +406,10 @@ class ArrayModuleBackend(Compositions, Backend):
                 return self._with_negative_zeros(func, how, args, kwargs)
             if how == "sequence" and "out" not in kwargs:
                 return self._joined_in_order(func, args, kwargs)
+        elif func is numpy.roll and args and self.is_native(args[0]) and args[0].ndim > 1 \
+                and (kwargs.get("axis", args[2] if len(args) > 2 else None) is not None):
+            # (NumPy writes roll's pieces into empty_like(a), in a's order of axes; CuPy's take is C-ordered)
+            return self._laid_out_like(super().call_function(func, args, kwargs), args[0])
         elif func is numpy.clip and (clipped := self._own_clip(args, kwargs)) is not None:
             return clipped
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
@@ -444,8 +448,17 @@ class ArrayModuleBackend(Compositions, Backend):
         if axes is None:
             return result
         laid = self.xp.empty(tuple(result.shape[d] for d in axes), result.dtype).transpose(numpy.argsort(axes).tolist())
+        return self._copied_into(result, laid)
+
+    def _laid_out_like(self, result: Any, like: Any) -> Any:
+        """``result`` laid out as NumPy's ``empty_like(like)`` (``like``'s order of axes in memory)."""
+        return self._copied_into(result, self.xp.empty_like(like, dtype=result.dtype))
+
+    @staticmethod
+    def _copied_into(result: Any, laid: Any) -> Any:
+        """``result``, or its values in ``laid`` where that new array's strides differ."""
         if laid.strides == result.strides:
-            return result  # (NumPy's own, the emulated backend's)
+            return result  # (NumPy's own layout already: the emulated backend's)
         laid[...] = result
         return laid
 
