@@ -8,7 +8,9 @@ operators (also onto an overlapping view of the operand), writes by slices, mask
 (repeated indices: the last write wins), reads by index arrays and masks, ``where``,
 ``clip``, ``concatenate``, ``sort``, ``dot``, ``matmul``, NaN-ignoring and statistical reductions,
 ``round``, comparisons, element reads, ``fill`` and shape functions (reshape, flip, roll, repeat,
-tile, swapaxes, expand_dims, squeeze, diff, stack, stable argsort, unique, nonzero, full_like).
+tile, swapaxes, expand_dims, squeeze, diff, stack, stable argsort, unique, nonzero, full_like),
+and loops: a name rebound to an operation of itself, an in-place operator, an element-by-element
+recurrence along the last axis and a stencil of views written back, 3 to 40 passes each.
 The program is written while NumPy runs it (so that every statement is one NumPy accepts or
 rejects for a reason of its own), then run again by npgpu under ``--backend`` with
 placement from the first byte. Every array the program made, every element it read and the type
@@ -125,7 +127,7 @@ class Program:
         kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
                            "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read",
                            "take", "select", "sort", "dot", "nanreduce", "round", "compare", "overlap",
-                           "write_values", "reshape", "reshape", "matmul", "fill"])
+                           "write_values", "reshape", "reshape", "matmul", "fill", "loop"])
         i = self._pick(env)
         if i is None:
             return None
@@ -214,6 +216,12 @@ class Program:
             return ("reshape", str(rng.choice(RESHAPES)), i, axis, self._scalar())
         if kind == "matmul":
             return ("matmul", i, self._pick(env))
+        if kind == "loop":  # (loops of the kinds programs run: recorded work replayed, arrays moved)
+            how = str(rng.choice(["rebind", "recurrence", "stencil", "accumulate"]))
+            if how in ("recurrence", "stencil") and (a.ndim == 0 or a.shape[-1] < 3):
+                return None
+            name = str(rng.choice(["add", "subtract", "multiply", "maximum", "true_divide"]))
+            return ("loop", how, name, i, self._pick(env), int(rng.choice([3, 10, 40])))
         if kind == "fill":
             return ("fill", i, self._scalar())
         if kind == "compare":
@@ -360,6 +368,25 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             i, j = statement[1:]
             result = xp.matmul(env[i], env[j])
             taint = max(INEXACT, inexact[i], inexact[j])
+        elif kind == "loop":
+            how, name, i, j, reps = statement[1:]
+            a, b, f = env[i], env[j], getattr(xp, name)
+            if how == "rebind":  # x = f(x, b), each pass a new array
+                for _ in range(reps):
+                    a = f(a, b)
+                result, taint = a, max(inexact[i], inexact[j])
+            elif how == "accumulate":  # a = f(a, b) in place, as a += b is
+                for _ in range(reps):
+                    f(a, b, out=a)
+                inexact[i] = max(inexact[i], inexact[j])
+            elif how == "recurrence":  # element by element along the last axis, as a row loop writes
+                for k in range(1, min(reps, a.shape[-1])):
+                    a[..., k] = f(a[..., k - 1], a[..., k])
+                inexact[i] = max(inexact[i], inexact[j])
+            else:  # a stencil of views written back
+                for _ in range(reps):
+                    a[..., 1:-1] = f(a[..., :-2], a[..., 2:])
+                inexact[i] = max(inexact[i], inexact[j])
         elif kind == "fill":
             i, s = statement[1:]
             env[i].fill(s)
