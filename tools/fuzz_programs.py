@@ -381,12 +381,14 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
                 inexact[i] = max(inexact[i], inexact[j])
             elif how == "recurrence":  # element by element along the last axis, as a row loop writes
                 for k in range(1, min(reps, a.shape[-1])):
-                    a[..., k] = f(a[..., k - 1], a[..., k])
-                inexact[i] = max(inexact[i], inexact[j])
+                    a[..., k] = value = f(a[..., k - 1], a[..., k])
+                    if xp is numpy and _undefined_conversion(value, a.dtype):  # (x / 0 into integers)
+                        inexact[i] = UNDEFINED
             else:  # a stencil of views written back
                 for _ in range(reps):
-                    a[..., 1:-1] = f(a[..., :-2], a[..., 2:])
-                inexact[i] = max(inexact[i], inexact[j])
+                    a[..., 1:-1] = value = f(a[..., :-2], a[..., 2:])
+                    if xp is numpy and _undefined_conversion(value, a.dtype):
+                        inexact[i] = UNDEFINED
         elif kind == "fill":
             i, s = statement[1:]
             env[i].fill(s)
