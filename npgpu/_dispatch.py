@@ -40,6 +40,7 @@ from ._transfer import (
     view_of,
     wrap,
 )
+from .backends.base import Backend as _Backend
 from .backends.base import overlap_stand_ins
 from .kernels import ir as _ir
 from .kernels.ufuncs import cast_error_categories as _cast_errors
@@ -1657,6 +1658,12 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         dtypes = _dtypes(devices, hosts)
     options = {k: v for k, v in kwargs.items() if k != "out"}
     operand_dtypes = _dtypes(devices, hosts) + tuple(o.dtype for o in out_devices)
+    unconverted = None if not loop or type(backend).converts is _Backend.converts else next(
+        ((x.dtype, want) for x, want in zip(inputs, loop) if isinstance(x, (DeviceArray, numpy.ndarray))
+         and x.dtype != want and not backend.converts(x.dtype, want)), None)
+    if unconverted is not None:
+        return fallback(uf, call, inputs, kwargs, mutated, state,
+                        reason=f"{backend.name} leaves converting {unconverted[0]} into {unconverted[1]} to NumPy")
     if not (backend.supports_dtypes(operand_dtypes) and backend.supports_ufunc(uf, method, dtypes, kwargs)):
         if not devices and not out_devices:
             _report.record(uf, "host")

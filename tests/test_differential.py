@@ -343,6 +343,26 @@ def test_views_of_a_zero_dimensional_array(xp):
     return xp.flip(a), xp.flip(a, axis=None), xp.squeeze(a), xp.expand_dims(a, 0), a.T, a[...]
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint64"])
+@differential()
+def test_integers_converted_into_a_float16_loop(xp, dtype):
+    # OpenCL's code generator converts no integer wider than a byte into float16 (NumPy warns of its
+    # overflow): the loop true_divide(..., dtype=float16) converts its operands, and raised KeyError
+    # (NumPy's own test_ufunc.py::test_true_divide, run by tools/numpy_suite.py)
+    a = xp.asarray(numpy.array([10, 100, 120, 3], dtype))
+    b = xp.asarray(numpy.array([20, 3, 1, 7], dtype))
+    return xp.true_divide(a, b, dtype=numpy.float16), xp.add(a, 1.5, dtype=numpy.float16)
+
+
+@pytest.mark.parametrize("how", ["convolve", "correlate"])
+@differential()
+def test_correlation_modes_by_number(xp, how):
+    # NumPy takes 0, 1 and 2 for 'valid', 'same' and 'full': OpenCL raised KeyError (NumPy's own
+    # test_numeric.py::TestConvolve::test_mode, run by tools/numpy_suite.py)
+    a, v = xp.asarray(numpy.arange(9.0)), xp.asarray(numpy.array([1.0, -2.0, 0.5]))
+    return tuple(getattr(xp, how)(a, v, mode=m) for m in (0, 1, 2, numpy.int64(2), "same"))
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

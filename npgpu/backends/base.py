@@ -399,6 +399,11 @@ class Backend:
         byte order other than the device's: '>f8' stays with NumPy)."""
         return all(native_numeric(dt) for dt in dtypes)
 
+    def converts(self, source: numpy.dtype, target: numpy.dtype) -> bool:
+        """Whether this device converts an operand of ``source`` into a ufunc loop's ``target`` as
+        NumPy does (the dispatcher asks for each array operand the loop converts)."""
+        return True
+
     def supports_ufunc(
         self, ufunc: numpy.ufunc, method: str, dtypes: tuple[numpy.dtype, ...], kwargs: dict[str, Any]
     ) -> bool:

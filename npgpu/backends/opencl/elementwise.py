@@ -123,6 +123,9 @@ class Elementwise(Backend):
 
 
     # -- ufuncs ---------------------------------------------------------------
+    def converts(self, source: numpy.dtype, target: numpy.dtype) -> bool:
+        return _table.has_cast(source, target)  # (an integer wider than a byte into float16: NumPy's)
+
     def supports_ufunc(self, ufunc: numpy.ufunc, method: str, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         if method == "__call__" and (ufunc in PRODUCT_GUFUNCS or ufunc is numpy.matmul):
             # (vecdot, matvec, vecmat of real dtypes; matmul of floats, by the tiled kernel)
