@@ -360,7 +360,7 @@ class Compositions:
             return getattr(xp, how)(a, v, mode)  # (integers: CuPy's direct sums, exact)
         getattr(numpy, how)(numpy.zeros((1,) * a.ndim if a.size else 0), numpy.zeros((1,) * v.ndim if v.size else 0),
                             mode)  # (NumPy's errors: empty or 2-d operands, unknown modes)
-        mode = {0: "valid", 1: "same", 2: "full"}[mode] if type(mode) is int else \
+        mode = ("valid", "same", "full")[int(mode)] if isinstance(mode, (int, numpy.integer)) else \
             {"v": "valid", "s": "same", "f": "full"}[mode.lower()[:1]]
         a, v = (self._method_astype(x, dt) if x.dtype != dt else x for x in (a.ravel(), v.ravel()))
         inverted = False

@@ -202,6 +202,8 @@ class Products(Backend):
         elif v.size > a.size:
             a, v, inverted = v, a, True
         n, m = a.size, v.size
+        if isinstance(mode, (int, numpy.integer)):  # (NumPy's integer modes, checked by the probe above)
+            mode = ("valid", "same", "full")[int(mode)]
         mode = {"v": "valid", "s": "same", "f": "full"}.get(str(mode)[:1], mode)
         left, right = {"valid": (0, 0), "same": (m // 2, m - 1 - m // 2), "full": (m - 1, m - 1)}[mode]
         dt = numpy.result_type(a.dtype, v.dtype)
