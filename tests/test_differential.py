@@ -363,6 +363,26 @@ def test_correlation_modes_by_number(xp, how):
     return tuple(getattr(xp, how)(a, v, mode=m) for m in (0, 1, 2, numpy.int64(2), "same"))
 
 
+@differential(rtol=0.0)
+def test_isclose_bound_of_a_python_number_is_a_weak_scalar(xp):
+    # NumPy computes atol + rtol * abs(b) of a Python number b in Python, then compares float32 data
+    # with it as a weak scalar (NEP 50): OpenCL computed it in float64 (NumPy's own
+    # test_numeric.py::TestIsclose::test_nep50_isclose, run by tools/numpy_suite.py)
+    below_one = float(1.0 - numpy.finfo("f8").eps)
+    f32 = xp.asarray(numpy.array([below_one, 2.0, numpy.nan, numpy.inf, -1.0], numpy.float32))
+    return (xp.isclose(f32, 2, atol=0, rtol=below_one / 2), xp.isclose(f32, below_one, atol=0, rtol=0),
+            xp.isclose(f32, numpy.inf), xp.isclose(f32, float("nan"), equal_nan=True), xp.isclose(f32, 2.5, rtol=0.3))
+
+
+@pytest.mark.parametrize("bounds", [(2,), (), ((), {"a_max": 2}), ((), {"a_min": 2}), ((1, 3), {})])
+@differential()
+def test_clip_with_one_bound_missing_is_numpys_type_error(xp, bounds):
+    # the device's own clip took a missing a_max as None (NumPy's own
+    # test_numeric.py::TestClip::test_clip_min_max_args, run by tools/numpy_suite.py)
+    args, kwargs = (bounds, {}) if not bounds or not isinstance(bounds[0], tuple) else bounds
+    return xp.clip(xp.asarray(numpy.arange(5)), *args, **kwargs)
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

@@ -621,3 +621,16 @@ def test_cupy_flags_in_host_memory_or_a_device_buffer_report_as_numpy(mapped: bo
     worker.join()
     if failures:
         raise failures[0]
+
+
+def test_a_first_float_to_integer_cast_under_raise_converts_finite_values(npgpu_backend: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code generator probes the host NumPy's out-of-range conversions once, at its first float
+    -> integer cast: under the caller's errstate(all='raise') the probe's own NaN raised
+    FloatingPointError though the caller's values all fit (found by tools/numpy_suite.py)."""
+    from npgpu.kernels import ufuncs
+    monkeypatch.setattr(ufuncs, "_x86_casts", [])
+    def body(xp: Any, events: _Events) -> Any:
+        with xp.errstate(all="raise"):
+            return _dev(xp, [1.5, -2.5, 100.0]).astype(numpy.int8)
+    check(body, npgpu_backend)

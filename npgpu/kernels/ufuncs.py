@@ -791,8 +791,8 @@ _x86_casts: list[bool] = []
 
 def numpy_casts_like_x86() -> bool:
     """Whether the host NumPy's out-of-range float -> int casts give x86-64's results."""
-    if not _x86_casts:
-        with warnings.catch_warnings():
+    if not _x86_casts:  # (the caller's errstate may raise: the probe's invalid casts are its own)
+        with warnings.catch_warnings(), numpy.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             probe = numpy.array([130.0, 1e10, numpy.nan, -3e9])
             narrow = probe.astype(numpy.int8).tolist() == [-126, 0, 0, 0]

@@ -469,6 +469,8 @@ class ArrayModuleBackend(Compositions, Backend):
         bounds cross, and flushes subnormals)."""
         if len(args) > 3 or not set(kwargs) <= {"a_min", "a_max", "out"} or not args:
             return None
+        if (len(args) > 1) + ("a_min" in kwargs) + (len(args) > 2) + ("a_max" in kwargs) == 1:
+            return None  # (one bound of a_min and a_max alone: NumPy's TypeError, from the call itself)
         a = args[0]
         if not self.is_native(a) or a.dtype.kind not in "biuf":
             return None

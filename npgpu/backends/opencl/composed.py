@@ -5,6 +5,7 @@ isreal of real arrays (complex ones are computed in NumPy).
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -78,10 +79,14 @@ class Composed(Backend):
         chain = _Chain()
         x, y = chain.operand(a), chain.operand(b)
         difference = chain(numpy.absolute, chain(numpy.subtract, x, y))
-        bound = chain(numpy.add, chain.operand(atol), chain(numpy.multiply, chain.operand(rtol),
-                                                             chain(numpy.absolute, y)))
-        near = chain(numpy.logical_and, chain(numpy.less_equal, difference, bound), chain(numpy.isfinite, y))
-        result = chain(numpy.logical_or, near, chain(numpy.equal, x, y))
+        if isinstance(b, CLArray):
+            bound = chain(numpy.add, chain.operand(atol), chain(numpy.multiply, chain.operand(rtol),
+                                                                 chain(numpy.absolute, y)))
+            near = chain(numpy.logical_and, chain(numpy.less_equal, difference, bound), chain(numpy.isfinite, y))
+        else:  # (NumPy's bound of a Python number is Python's arithmetic: a weak scalar, NEP 50)
+            near = chain(numpy.less_equal, difference, atol + rtol * abs(b)) if math.isfinite(abs(b)) else None
+        same = chain(numpy.equal, x, y)
+        result = same if near is None else chain(numpy.logical_or, near, same)
         if equal_nan:
             result = chain(numpy.logical_or, result, chain(numpy.logical_and, chain(numpy.isnan, x),
                                                            chain(numpy.isnan, y)))
