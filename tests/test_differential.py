@@ -383,6 +383,16 @@ def test_clip_with_one_bound_missing_is_numpys_type_error(xp, bounds):
     return xp.clip(xp.asarray(numpy.arange(5)), *args, **kwargs)
 
 
+@differential()
+def test_the_array_apis_astype_without_a_copy_is_the_array(xp):
+    # numpy.astype(x, x.dtype, copy=False) returns x: the CuPy/emulated backend fell back, and the
+    # host round trip made a copy (NumPy's own test_numeric.py::TestAsType::test_astype)
+    a = xp.asarray(numpy.array([[1, 2], [3, 4]], numpy.int64))
+    same = xp.astype(a, numpy.int64, copy=False)
+    return (xp.shares_memory(a, same), xp.astype(a, numpy.uint32), xp.astype(xp.asarray(numpy.array([1.5, 300.0])),
+                                                                         numpy.int8, copy=False))
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 

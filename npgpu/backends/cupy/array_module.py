@@ -149,6 +149,9 @@ class ArrayModuleBackend(Compositions, Backend):
             np_method = getattr(numpy.ndarray, name)
             functions[np_method] = getattr(self, "_method_" + name.strip("_"))
             keywords[np_method] = None
+        # (the array API's astype(x, dtype, copy=): the method's conversion; a copy=False of the
+        # same dtype is the array itself, which a fallback's host round trip would copy)
+        functions[numpy.astype], keywords[numpy.astype] = self._method_astype, frozenset({"copy"})
         # NumPy's own compositions of ufuncs, run through this backend's ufuncs (NumPy's rounding
         # steps and floating-point reports, which CuPy's versions of these functions don't give)
         for np_func, own, names in ((numpy.diff, self.numpy_diff, ("n", "axis")),
