@@ -151,28 +151,37 @@ def result_axes(shape: tuple[int, ...], operands: list[tuple[tuple[int, ...], tu
     strides = []
     for op_shape, op_strides in operands:
         lead = nd - len(op_shape)
-        strides.append([0] * lead + [0 if n == 1 else s for n, s in zip(op_shape, op_strides, strict=True)])
-    perm = list(range(nd))[::-1]  # (innermost first, as NumPy's axis data)
-    for i0 in range(1, nd):
+        strides.append([None] * lead + [s or None if n != 1 else None
+                                        for n, s in zip(op_shape, op_strides, strict=True)])
+    # (innermost first, as NumPy's axis data: an axis moves inward past one of a larger stride)
+    order = _insertion_sort(list(range(nd))[::-1], strides, lambda s0, s1: abs(s1) > abs(s0))[::-1]
+    return None if order == list(range(nd)) else order
+
+
+def _insertion_sort(perm: list[int], strides: list[list[int | None]], before: Any) -> list[int]:
+    """NumPy's stable insertion sort of axes over several operands (the iterator's and
+    concatenate's): axis ``j0`` moves ahead of ``j1`` where the first operand that varies along
+    both (a stride that is not None) says ``before(stride j0, stride j1)``, and stays where any
+    such operand says otherwise; where none varies along both it looks further ahead."""
+    for i0 in range(1, len(perm)):
         position, j0 = i0, perm[i0]
         for i1 in range(i0 - 1, -1, -1):
             j1 = perm[i1]
-            compared, inward = False, False
+            compared, ahead = False, False
             for st in strides:
-                if st[j0] and st[j1]:
-                    if abs(st[j1]) <= abs(st[j0]):
-                        inward = False
+                if st[j0] is not None and st[j1] is not None:
+                    if not before(st[j0], st[j1]):
+                        ahead = False
                     elif not compared:
-                        inward = True
+                        ahead = True
                     compared = True
             if compared:
-                if not inward:
+                if not ahead:
                     break
                 position = i1
         if position != i0:
             perm.insert(position, perm.pop(i0))
-    order = perm[::-1]
-    return None if order == list(range(nd)) else order
+    return perm
 
 
 def join_axes(operands: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[int] | None:
@@ -186,23 +195,6 @@ def join_axes(operands: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[i
     nd = len(operands[0][0]) if operands else 0
     if nd < 2:
         return None
-    perm = list(range(nd))
-    for i0 in range(1, nd):
-        position, j0 = i0, perm[i0]
-        for i1 in range(i0 - 1, -1, -1):
-            j1 = perm[i1]
-            compared, outward = False, False
-            for shape, strides in operands:
-                if shape[j0] != 1 and shape[j1] != 1:
-                    if abs(strides[j0]) <= abs(strides[j1]):
-                        outward = False
-                    elif not compared:
-                        outward = True
-                    compared = True
-            if compared:
-                if not outward:
-                    break
-                position = i1
-        if position != i0:
-            perm.insert(position, perm.pop(i0))
+    strides = [[s if n != 1 else None for n, s in zip(shape, st, strict=True)] for shape, st in operands]
+    perm = _insertion_sort(list(range(nd)), strides, lambda s0, s1: abs(s0) > abs(s1))
     return None if perm == list(range(nd)) else perm
