@@ -394,6 +394,14 @@ def test_the_array_apis_astype_without_a_copy_is_the_array(xp):
                                                                          numpy.int8, copy=False))
 
 
+@pytest.mark.parametrize("operand", ["numpy_scalar", "zero_d", "list"])
+@differential()
+def test_the_array_apis_astype_of_scalars_and_sequences(xp, operand):
+    # (a NumPy scalar converts, a 0-d array stays 0-d, a list is NumPy's TypeError)
+    x = {"numpy_scalar": numpy.int64(10), "zero_d": xp.asarray(numpy.array(10)), "list": [[1, 2]]}[operand]
+    return xp.astype(x, numpy.float64)
+
+
 _SUBNORMAL = numpy.float32(1e-40)  # (a float32 subnormal: CuPy's kernels flush it to zero)
 
 
