@@ -147,10 +147,7 @@ class Movement(Backend):
             self.copy_into(_along(rolled, ax, k, n), _along(result, ax, 0, n - k))
             self.copy_into(_along(rolled, ax, 0, k), _along(result, ax, n - k, n))
             result = rolled
-        if result is a:
-            result = self.empty_ordered(a.shape, a.dtype, "K", like=a)
-            self.copy_into(result, a)
-        return result
+        return self._copy_ordered(a, a.dtype, "K") if result is a else result
 
     @implements(numpy.diff, kwargs=("n", "axis"))
     def diff(self, a: CLArray, n: int = 1, axis: int = -1) -> CLArray:
