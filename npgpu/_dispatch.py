@@ -15,7 +15,6 @@ import numpy
 from . import (
     _callsite,
     _config,
-    _fperr,
     _masks,
     _operands,
     _ops,
@@ -43,7 +42,6 @@ from ._transfer import (
 from .backends.base import Backend as _Backend
 from .backends.base import overlap_stand_ins
 from .kernels import ir as _ir
-from .kernels.ufuncs import cast_error_categories as _cast_errors
 from .kernels.ufuncs import is_supported_dtype as _kernel_dtype
 from .lazy import materialize as _lazy
 from .lazy import recorder as _recorder
@@ -484,22 +482,6 @@ def _stored_by_kernel(src: numpy.dtype, dst: numpy.dtype) -> bool:
     return _kernel_dtype(src) and _kernel_dtype(dst)
 
 
-#: (source dtype, destination dtype, error categories checked) -> the graph of that store
-_STORES: dict[tuple[numpy.dtype, numpy.dtype, int], Any] = {}
-
-
-def _store_graph(src: numpy.dtype, dst: numpy.dtype, check: int) -> Any:
-    """The graph copying ``src`` values into ``dst`` memory, its cast checked for ``check``."""
-    key = (src, dst, check)
-    graph = _STORES.get(key)
-    if graph is None:
-        builder = _ir.GraphBuilder()
-        graph = builder.build([builder.input(src)], [dst], store_check=check)
-        if len(_STORES) < 256:
-            _STORES[key] = graph
-    return graph
-
-
 def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     """``array[basic key] = value`` for a computed device value (correlation's ``corr[i, i + 1:M] =
     row``; resnet's float64 pixel sums written into its float32 output): one kernel of the code
@@ -512,10 +494,6 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
     extra = source.ndim - view.ndim
     if extra > 0:  # (NumPy drops leading unit dimensions of the value)
         source = backend.basic_view(source, (0,) * extra)
-    src, dst = source.dtype, view.dtype
-    errstate = _fperr.current() if src != dst else None
-    check = errstate.check & _cast_errors(src, dst) if errstate is not None else 0
-    graph = _store_graph(src, dst, check)
     _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
     if backend.shares_memory(view, source):
         host = _sequential_copy(view, source, backend)
@@ -523,13 +501,8 @@ def _copy_basic(view: Any, value: DeviceArray, backend: Any, frame: Any) -> Any:
             backend.write(view, host)
             _report.record(_SETITEM, "fallback", reason=_SEQUENTIAL_COPY)
             return None
-        source = backend.run_fused(_store_graph(src, src, 0), [source], [], source.shape)
-    if check:
-        launch = _fperr.call_launch(graph, errstate)
-        backend.run_fused(graph, [source], [], view.shape, out=view, errors=launch)
-        _fperr.launched(backend, launch)
-    else:
-        backend.run_fused(graph, [source], [], view.shape, out=view)
+        source = backend.run_fused(_ir.cast_graph(source.dtype, source.dtype), [source], [], source.shape)
+    backend.cast_into(view, source)
     _report.count(_SETITEM, "device", frame)
     return None
 

@@ -122,14 +122,16 @@ class Launch:
     """One kernel launch's error reports: per flag slot, the operation's name in NumPy's message
     (``labels``) and the call it reports for (``calls``: (ErrState, code, offset) -- the errstate
     it was made under and where; code None where unknown). ``global_reduce``: the last slot
-    holds a CuPy reduction's whole-launch flags (see _decode_global_reduce)."""
+    holds a CuPy reduction's whole-launch flags (see _decode_global_reduce). ``owners``: per
+    slot, the slot it reports with (graph_owners), or None where each reports alone."""
 
-    __slots__ = ("labels", "calls", "immediate", "base", "global_reduce", "nbytes")
+    __slots__ = ("labels", "calls", "immediate", "base", "global_reduce", "nbytes", "owners")
 
     def __init__(self, labels: tuple[str, ...], calls: list[tuple[ErrState, Any, int]],
-                 global_reduce: bool = False) -> None:
+                 global_reduce: bool = False, owners: tuple[int, ...] | None = None) -> None:
         self.labels = labels
         self.calls = calls
+        self.owners = owners
         self.immediate = any(map(_IMMEDIATE, map(_FIRST, calls)))
         self.base = 0
         self.global_reduce = global_reduce
@@ -137,7 +139,8 @@ class Launch:
 
     def extended(self, label: str, state: ErrState) -> Launch:
         """This launch with one more slot (a reduction's own), for a call made here."""
-        return Launch(self.labels + (label,), self.calls + [(state, *_user_site())], self.global_reduce)
+        owners = None if self.owners is None else (*self.owners, len(self.labels))
+        return Launch(self.labels + (label,), self.calls + [(state, *_user_site())], self.global_reduce, owners)
 
 
 def graph_labels(graph: Any) -> tuple[str, ...]:
@@ -156,6 +159,20 @@ def graph_labels(graph: Any) -> tuple[str, ...]:
     return labels
 
 
+def graph_owners(graph: Any) -> tuple[int, ...] | None:
+    """Per error node of ``graph``, the slot whose report it joins: an output's cast into a
+    narrower dtype joins the ufunc it stores (``sqrt(-1.0)`` into int64 memory is one call's
+    "invalid value encountered in sqrt", reported once, as NumPy checks its flags once per call);
+    None where every node reports alone (cached on the graph)."""
+    owners = graph.__dict__.get("_error_owners", False)
+    if owners is False:
+        slot = {node: k for k, node in enumerate(graph.error_nodes)}
+        found = tuple(slot.get(node.operand, k) if not isinstance(node, Apply) and node in graph.outputs else k
+                      for k, node in enumerate(graph.error_nodes))
+        owners = graph.__dict__["_error_owners"] = None if found == tuple(range(len(found))) else found
+    return owners
+
+
 _IMMEDIATE = operator.attrgetter("immediate")
 _FIRST = operator.itemgetter(0)
 _CALL = operator.attrgetter("errstate", "code", "lasti")
@@ -165,14 +182,18 @@ def fused_launch(graph: Any, pendings: list[Any]) -> Launch:
     """The reports of a fused graph whose error nodes come from the recorded calls ``pendings``
     (what they need of each, not the calls: those hold their operands' device memory)."""
     # (per launch: C-level loops, 1.3 us for E8's 11 checked calls)
-    return Launch(graph_labels(graph), list(map(_CALL, map(pendings.__getitem__, graph.error_sources))))
+    return Launch(graph_labels(graph), list(map(_CALL, map(pendings.__getitem__, graph.error_sources))),
+                  owners=graph_owners(graph))
 
 
 def call_launch(graph: Any, state: ErrState, extra: tuple[str, ...] = (), global_reduce: bool = False) -> Launch:
     """The reports of an eager call's graph (plus ``extra`` slots, e.g. "reduce"), all under
     ``state``, made where the user's code called npgpu."""
     labels = graph_labels(graph) + extra if graph is not None else extra
-    return Launch(labels, [(state, *_user_site())] * len(labels), global_reduce)
+    owners = graph_owners(graph) if graph is not None else None
+    if owners is not None and extra:
+        owners = (*owners, *range(len(owners), len(labels)))
+    return Launch(labels, [(state, *_user_site())] * len(labels), global_reduce, owners)
 
 
 def _user_site() -> tuple[Any, int]:
@@ -284,14 +305,19 @@ def deliver(backend: Any) -> None:
 def report(launch: Launch, flags: numpy.ndarray) -> None:
     """Act on one launch's flag bytes (``SLOT_BYTES`` per slot), slot by slot."""
     slots = flags.reshape(-1, SLOT_BYTES)
-    for k, label in enumerate(launch.labels):
+    owners = launch.owners
+    joined: dict[int, int] = {}  # (owner slot -> the categories its slots raised, in slot order)
+    for k in range(len(launch.labels)):
         row = slots[k]
         if launch.global_reduce and k == len(launch.labels) - 1:
             row = _decode_global_reduce(row)
         raised = sum(bit for b, (bit, _, _) in enumerate(CATEGORIES) if row[b])
         if raised:
-            state, code, offset = launch.calls[k]
-            _handle(raised, label, state, code, offset)
+            owner = k if owners is None else owners[k]
+            joined[owner] = joined.get(owner, 0) | raised
+    for k, raised in joined.items():
+        state, code, offset = launch.calls[k]
+        _handle(raised, launch.labels[k], state, code, offset)
 
 
 def _decode_global_reduce(row: numpy.ndarray) -> numpy.ndarray:

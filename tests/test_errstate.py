@@ -304,6 +304,89 @@ def test_narrowing_writes_report_the_cast(npgpu_backend: str, value: str, mode: 
     check(body, npgpu_backend)
 
 
+def _int_target(xp: Any, dtype: Any) -> Any:
+    return xp.zeros(3, dtype)
+
+
+def _written(write: Any) -> Any:
+    """``write(xp, target)`` into three int32 zeros; the target (its download: where a deferred
+    warning arrives)."""
+    def case(xp: Any) -> Any:
+        target = _int_target(xp, numpy.int32)
+        write(xp, target)
+        return target
+    return case
+
+
+#: Conversions of floats NumPy makes as it casts: NaN, an infinity or a value outside the integer
+#: the host's C converts through warns "invalid value encountered in cast" (or names the ufunc or
+#: the reduce that converted); a float64 beyond float32's range "overflow encountered in cast".
+CAST_CASES = {
+    "astype_nan": lambda xp: _dev(xp, [numpy.nan, 1.0, 2.0]).astype(numpy.int64),
+    "astype_inf_uint8": lambda xp: _dev(xp, [1.0, -numpy.inf, 2.0]).astype(numpy.uint8),
+    "astype_int8_wraps_silently": lambda xp: _dev(xp, [300.0, -300.0, 1.0]).astype(numpy.int8),
+    "astype_int8_beyond_int32": lambda xp: _dev(xp, [3e9, 1.0, 2.0]).astype(numpy.int8),
+    "astype_uint64_beyond": lambda xp: _dev(xp, [2.0**64, 2.0**63, -1.0]).astype(numpy.uint64),
+    "astype_float32_overflow": lambda xp: _dev(xp, [1e300, 1.0, 2.0]).astype(numpy.float32),
+    "astype_float32_source": lambda xp: _dev(xp, [3e9, 1.0, numpy.nan], numpy.float32).astype(numpy.int32),
+    "astype_order_f": lambda xp: _dev(xp, [[numpy.nan, 1.0], [2.0, 3.0]]).astype(numpy.int32, order="F"),
+    "asarray_dtype": lambda xp: xp.asarray(_dev(xp, [numpy.nan, 1.0, 2.0]), dtype=numpy.int32),
+    "array_dtype": lambda xp: xp.array(_dev(xp, [numpy.inf, 1.0, 2.0]), dtype=numpy.int16),
+    "copyto": _written(lambda xp, t: xp.copyto(t, _dev(xp, [1.0, numpy.nan, 2.0]), casting="unsafe")),
+    "copyto_where": _written(lambda xp, t: xp.copyto(t, _dev(xp, [1.0, numpy.nan, 2.0]), casting="unsafe",
+                                                     where=_dev(xp, [True, False, True], bool))),
+    "setitem": _written(lambda xp, t: t.__setitem__(slice(None), _dev(xp, [1.0, numpy.nan, 2.0]))),
+    "ufunc_dtype": lambda xp: xp.add(_dev(xp, [1.0, numpy.nan, 2.0]), 1.0, dtype=numpy.int32, casting="unsafe"),
+    "ufunc_out": lambda xp: xp.add(_dev(xp, [1.0, numpy.nan, 2.0]), 1.0, out=_int_target(xp, numpy.int32),
+                                   casting="unsafe"),
+    "unary_out": lambda xp: xp.sqrt(_dev(xp, [4.0, -1.0, 9.0]), out=_int_target(xp, numpy.int64), casting="unsafe"),
+    "sum_dtype": lambda xp: xp.sum(_dev(xp, [1.0, numpy.inf, 2.0]), dtype=numpy.int32),
+    "mean_dtype": lambda xp: xp.mean(_dev(xp, [1.0, numpy.nan, 2.0]), dtype=numpy.int64),
+    "cumsum_dtype": lambda xp: xp.cumsum(_dev(xp, [1.0, numpy.nan, 2.0]), dtype=numpy.int64),
+    "nansum_dtype_nan": lambda xp: xp.nansum(_dev(xp, [1.0, numpy.nan, 2.0]), dtype=numpy.int64),
+    "nansum_dtype_inf": lambda xp: xp.nansum(_dev(xp, [1.0, numpy.nan, numpy.inf]), dtype=numpy.int64),
+    "nanprod_dtype_inf": lambda xp: xp.nanprod(_dev(xp, [1.0, numpy.nan, -numpy.inf]), dtype=numpy.int32),
+    "fused_then_cast": lambda xp: (_dev(xp, [1.0, 2.0, 3.0]) / 0.0).astype(numpy.int32),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(CAST_CASES))
+def test_casts_report_as_numpy(npgpu_backend: str, case: str, mode: str) -> None:
+    check(_in_state(CAST_CASES[case], mode), npgpu_backend)
+
+
+CAST_VALUES = (0.5, -0.5, -1.0, 127.5, 300.0, -300.0, 65535.0, 70000.0, -70000.0, 2.0**31, -2.0**31 - 4096,
+               3e9, -3e9, 2.0**32, 2.0**63, -2.0**63, 2.0**64, -1e19, 1e20, 65504.0, numpy.inf, -numpy.inf,
+               numpy.nan)
+
+
+def _cast_categories(xp: Any, a: Any, dtype: Any) -> list[str]:
+    """The categories ``a.astype(dtype)`` raises, result downloaded (under all='call')."""
+    got: list[str] = []
+    with xp.errstate(all="call", under="ignore", call=lambda kind, flag: got.append(kind)):
+        _host(a.astype(dtype))
+    return got
+
+
+@pytest.mark.parametrize("src", [numpy.float16, numpy.float32, numpy.float64])
+def test_cast_conditions_match_numpy(device_backend: str, src: Any) -> None:
+    """Each float -> integer conversion's "invalid value" (kernels/ufuncs.cast_error_table) where
+    NumPy's cast reports it, value by value, into every integer dtype."""
+    with numpy.errstate(all="ignore"):
+        values = sorted({v.item() for v in numpy.array(CAST_VALUES).astype(src)}, key=repr)
+    mismatches = []
+    with backend_context(device_backend, fusion=False):
+        for dst in numpy.typecodes["AllInteger"]:
+            for value in values:
+                host = numpy.array([value], src)
+                want = _cast_categories(numpy, host, dst)
+                got = _cast_categories(npgpu, npgpu.asarray(host), dst)
+                if got != want:
+                    mismatches.append((numpy.dtype(dst).name, value, want, got))
+    assert not mismatches
+
+
 def test_warning_names_the_users_line(device_backend: str) -> None:
     def body(xp: Any, events: _Events) -> Any:
         y = _dev(xp, [1.0]) / _dev(xp, [0.0])

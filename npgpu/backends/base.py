@@ -14,8 +14,11 @@ from typing import Any, ClassVar
 import numpy
 from numpy.lib.array_utils import normalize_axis_index
 
+from .. import _fperr
 from .._ops import DTYPE_POSITION, dtype_argument  # noqa: F401  (the backends' names for them)
+from ..kernels import ir as _ir
 from ..kernels import order as _order
+from ..kernels import ufuncs as _table
 from .costs import Costs
 from .costs import measure as measure_costs
 from .costs import thresholds as thresholds_from_costs
@@ -324,6 +327,26 @@ class Backend:
         if out is None:
             out = self.empty_result(shape, graph.out_dtypes[0], inputs)
         self.run_elementwise(graph, inputs, [out], scalars, None, errors)
+        return out
+
+    def cast_into(self, out: Any, a: Any, dtype: Any = None, label: str = "cast") -> Any:
+        """``out[...] = a`` (broadcast; ``out`` None: a new array of ``dtype`` laid out as
+        ``run_fused`` lays out ``a``'s), converted as NumPy's unsafe cast converts (the code
+        generator's cast kernel: the host's C conversions), reporting the cast's floating-point
+        errors where NumPy's errstate here asks for them, as NumPy's "... encountered in cast"
+        (``label``: the name NumPy's message gives, "add" where a ufunc's loop casts into its
+        out=): a narrowing float cast's overflow, a float into an integer's invalid value
+        (kernels/ufuncs.cast_error_table). Returns ``out``."""
+        src, dst = a.dtype, numpy.dtype(dtype) if out is None else out.dtype
+        shape = a.shape if out is None else out.shape
+        state = _fperr.current() if src != dst else None
+        check = state.check & _table.cast_error_categories(src, dst) if state is not None else 0
+        graph = _ir.cast_graph(src, dst, check)
+        if not check:
+            return self.run_fused(graph, [a], [], shape, out=out)
+        launch = _fperr.call_launch(graph, state) if label == "cast" else _fperr.call_launch(None, state, (label,))
+        out = self.run_fused(graph, [a], [], shape, out=out, errors=launch)
+        _fperr.launched(self, launch)
         return out
 
     def empty_result(self, shape: tuple[int, ...], dtype: numpy.dtype, inputs: list[Any]) -> Any:

@@ -210,7 +210,8 @@ def error_conditions(node: Node, names: dict[Node, str], dialect: str,
         operands = [names[o] for o in node.operands]
         in_dtype = node.loop[0]
     elif isinstance(node, Cast):
-        table, results, operands = _table.NARROWING_CAST_ERRORS, [names[node]], [names[node.operand]]
+        table = _table.cast_error_table(node.operand.dtype, node.dtype)
+        results, operands = [names[node]], [names[node.operand]]
         in_dtype = node.operand.dtype
     else:  # pragma: no cover - only Apply and Cast carry checks
         return []

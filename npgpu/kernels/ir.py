@@ -258,12 +258,16 @@ def ufunc_graph(
 
     ``operand_kinds[i]`` is "array" or "scalar"; scalars are kernel arguments of
     ``operand_dtypes[i]``; output k is stored as ``out_dtypes[k]`` (cast if needed); ``check``:
-    the floating-point error categories to report (its loop's and its output casts').
+    the floating-point error categories to report (its loop's, and its array operands' and
+    output casts': NumPy's loop converts them as its casts do, ``dtype=int`` of NaN warns).
     """
     b = GraphBuilder()
     ops: list[Node] = []
-    for kind, dt in zip(operand_kinds, operand_dtypes, strict=True):
-        ops.append(b.input(dt) if kind == "array" else b.scalar(dt))
+    for kind, dt, want in zip(operand_kinds, operand_dtypes, loop, strict=False):
+        op: Node = b.input(dt) if kind == "array" else b.scalar(dt)
+        if kind == "array" and dt != want and (cast_check := check & _table.cast_error_categories(dt, want)):
+            op = Cast(op, want, cast_check)
+        ops.append(op)
     outs = b.apply(ufunc, loop, *ops, check=check & _table.error_categories(ufunc, loop))
     return b.build(list(outs), list(out_dtypes), store_check=check)
 
@@ -289,10 +293,11 @@ def canonical(graph: Graph) -> Graph:
 
 
 @functools.cache
-def cast_graph(src: numpy.dtype, dst: numpy.dtype) -> Graph:
-    """Copy-with-conversion: one input, one output (one graph per pair of dtypes: graphs are frozen)."""
+def cast_graph(src: numpy.dtype, dst: numpy.dtype, check: int = 0) -> Graph:
+    """Copy-with-conversion: one input, one output (one graph per pair of dtypes and ``check``,
+    the error categories of the cast to report: graphs are frozen)."""
     b = GraphBuilder()
-    return b.build([b.input(src)], [dst])
+    return b.build([b.input(src)], [dst], store_check=check)
 
 
 def where_plan(condition: Any, x: Any, y: Any, is_array: Callable[[Any], bool]

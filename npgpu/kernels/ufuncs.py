@@ -939,9 +939,28 @@ def error_categories(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...]) -> int:
     return mask
 
 
+def cast_error_table(src: numpy.dtype, dst: numpy.dtype) -> dict[int, str]:
+    """{category: condition template} of a cast from ``src`` to ``dst``: a narrowing float cast
+    overflows where a finite value becomes infinite; a float cast to an integer is invalid where
+    the host's C conversion is (NaN, infinities, values outside the integer it converts through:
+    int32 for the narrow integers, so 300.0 into int8 wraps silently and 3e9 warns; int64 for the
+    others, from 2**64 up and below -2**63 for uint64), as NumPy's "invalid value encountered in cast"."""
+    if src.kind == "f" and dst.kind == "f" and dst.itemsize < src.itemsize:
+        return NARROWING_CAST_ERRORS
+    via = _FLOAT_TO_INT_VIA.get(dst.str[1:]) if src.kind == "f" else None
+    if via is None:
+        return {}
+    limit = _LIMITS[via][0]
+    top = "18446744073709551616.0" if dst.str[1:] == "u8" else limit
+    return {INVALID: f"(!({{0}} >= -{limit} && {{0}} < {top}))"}
+
+
 def cast_error_categories(src: numpy.dtype, dst: numpy.dtype) -> int:
-    """The categories a cast from ``src`` to ``dst`` can raise (a narrowing float cast overflows)."""
-    return OVER if src.kind == "f" and dst.kind == "f" and dst.itemsize < src.itemsize else 0
+    """The categories a cast from ``src`` to ``dst`` can raise (cast_error_table's)."""
+    mask = 0
+    for category in cast_error_table(src, dst):
+        mask |= category
+    return mask
 
 
 def render_condition(template: str, operands: list[str], results: list[str], in_dtype: numpy.dtype,

@@ -127,6 +127,8 @@ _CONVERTS_OPERANDS: dict[Callable[..., Any], str] = {
     numpy.dstack: "sequence", numpy.copyto: "copyto", numpy.full: "fill",
     numpy.full_like: "fill_like",
 }
+#: Those of them whose conversion NumPy's error message names "reduce" (the others': "cast").
+_CONVERTS_IN_REDUCE = frozenset({numpy.sum, numpy.prod, numpy.mean, numpy.trace, numpy.nansum, numpy.nanprod})
 
 
 class ArrayModuleBackend(Compositions, Backend):
@@ -281,8 +283,10 @@ class ArrayModuleBackend(Compositions, Backend):
                     results = results if isinstance(results, tuple) else (results,)
                     written = []
                     for t, r in zip(targets, results):
-                        if t is not None:
-                            t[...] = self._converted(r, t.dtype)
+                        if t is not None and self._converts_floats(r, t.dtype):
+                            self.cast_into(t, r, label=name)  # (NumPy's message names the ufunc)
+                        elif t is not None:
+                            t[...] = r
                         written.append(r if t is None else t)
                     return written[0] if ufunc.nout == 1 else tuple(written)
             return getattr(xp, name)(*inputs, **kwargs)
@@ -291,7 +295,8 @@ class ArrayModuleBackend(Compositions, Backend):
             kwargs.setdefault("axis", 0)
             dtype = kwargs.get("dtype")
             if dtype is not None and self._converts_floats(inputs[0], dtype):
-                inputs = (self._method_astype(inputs[0], dtype), *inputs[1:])  # (NumPy's reduce converts first)
+                # (NumPy's reduce converts first; its message names the reduce)
+                inputs = (self.cast_into(None, inputs[0], dtype, label="reduce"), *inputs[1:])
             out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
             target = out[0] if isinstance(out, tuple) else out
             function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
@@ -323,7 +328,7 @@ class ArrayModuleBackend(Compositions, Backend):
 
         CuPy's own ufuncs differ from NumPy's at special values (floor_divide(inf, 1.0) is inf
         there, NumPy's nan; remainder(0.0, inf) nan, NumPy's 0.0) and flush float32 subnormals."""
-        if ufunc.nout != 1 or ufunc.signature is not None or not set(kwargs) <= {"out"}:
+        if ufunc.nout != 1 or ufunc.signature is not None or not set(kwargs) <= {"out", "casting"}:
             return None  # (a gufunc, matmul's: the code generator has none)
         kinds: list[str] = []
         types: list[Any] = []
@@ -354,8 +359,14 @@ class ArrayModuleBackend(Compositions, Backend):
         shape = numpy.broadcast_shapes(*(x.shape for x, k in zip(inputs, kinds) if k == "array"))
         out = kwargs.get("out")
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-        if target is not None and not (self.is_native(target) and target.dtype == loop[-1] and target.shape == shape):
-            return None
+        stored = loop[-1]
+        if target is not None:
+            if not (self.is_native(target) and target.shape == shape):
+                return None
+            stored = target.dtype  # (an out= of another dtype: the kernel stores into it as NumPy's loop casts)
+            if stored != loop[-1] and not (_table.is_supported_dtype(stored) and stored.kind in "biuf" and
+                                           numpy.can_cast(loop[-1], stored, kwargs.get("casting", "same_kind"))):
+                return None
         scalars = []
         for x, kind, dt in zip(inputs, kinds, loop):
             if kind == "scalar":
@@ -365,9 +376,11 @@ class ArrayModuleBackend(Compositions, Backend):
         if ufunc is numpy.power and loop[0].kind in "iu":
             self._check_int_power(*inputs)
         state = _fperr.current()
+        if stored != loop[-1]:
+            categories |= _table.cast_error_categories(loop[-1], stored)
         check = state.check & categories if report else 0
-        key = (ufunc, loop, operand_kinds, operand_dtypes, check)
-        graph = self._eager_graph(key, lambda: ir.ufunc_graph(ufunc, loop, operand_kinds, operand_dtypes, (loop[-1],),
+        key = (ufunc, loop, operand_kinds, operand_dtypes, stored, check)
+        graph = self._eager_graph(key, lambda: ir.ufunc_graph(ufunc, loop, operand_kinds, operand_dtypes, (stored,),
                                                               check))
         arrays = [x for x, kind in zip(inputs, kinds) if kind == "array"]
         launch = _fperr.call_launch(graph, state) if graph.error_nodes else None
@@ -509,7 +522,8 @@ class ArrayModuleBackend(Compositions, Backend):
             a = args[0]
             if how != "first":
                 a = xp.where(xp.isnan(a), xp.asarray(0 if how == "nan0" else 1, a.dtype), a)
-            return (self._method_astype(a, dtype), *args[1:]), kwargs
+            label = "reduce" if func in _CONVERTS_IN_REDUCE else "cast"
+            return (self.cast_into(None, a, dtype, label=label), *args[1:]), kwargs
         if how == "sequence":
             dtype = kwargs.get("dtype")
             if not args or not isinstance(args[0], (list, tuple)):
@@ -534,6 +548,10 @@ class ArrayModuleBackend(Compositions, Backend):
             casting = args[2] if len(args) > 2 else kwargs.get("casting", "same_kind")
             if not self.is_native(dst) or not numpy.can_cast(getattr(src, "dtype", numpy.float64), dst.dtype, casting):
                 return args, kwargs
+            where = args[3] if len(args) > 3 else kwargs.get("where", True)
+            if self.is_native(where) and self.is_native(src) and self._converts_floats(src, dst.dtype):
+                # (NumPy converts only the elements it writes: a NaN where= leaves out raises nothing)
+                src = xp.where(where, src, xp.zeros((), src.dtype))
             src = self._value_converted(src, dst.dtype)
         else:  # fill, fill_like: full(shape, fill_value, dtype), full_like(a, fill_value, dtype)
             dtype = dtype_argument(func, args, kwargs)
@@ -655,12 +673,12 @@ class ArrayModuleBackend(Compositions, Backend):
             # as bool False). The cast kernel of npgpu's code generator follows NumPy's: order "K"
             # lays its result out as ``a`` is (run_fused), "F" is the cast of the transpose
             # transposed back, "C" (and "A" of an array not F-contiguous) a C-ordered result.
-            graph = self._eager_graph(("astype", a.dtype, target), lambda: ir.cast_graph(a.dtype, target))
+            # Its errors are NumPy's "... encountered in cast" (cast_into).
             fortran = order == "F" or (order == "A" and a.flags.f_contiguous and not a.flags.c_contiguous)
             if fortran:
-                return self.run_fused(graph, [a.T], [], a.T.shape, self.xp.empty(a.T.shape, target)).T
+                return self.cast_into(self.xp.empty(a.T.shape, target), a.T).T
             out = self.xp.empty(a.shape, target) if order in ("C", "A") and a.ndim > 1 else None
-            return self.run_fused(graph, [a], [], a.shape, out)
+            return self.cast_into(out, a, target)
         return a.astype(dtype, order=order, copy=copy)
 
     def _method_fill(self, a: Any, value: Any) -> None:
@@ -882,7 +900,10 @@ def _eager_plan(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], kinds: list[s
     operand_dtypes = tuple(t if kind == "array" else dt for t, kind, dt in zip(types, kinds, loop))
     if not all(dt.kind in "biuf" and _table.is_supported_dtype(dt) for dt in operand_dtypes):
         return False
-    return operand_dtypes, _table.error_categories(ufunc, loop)
+    categories = _table.error_categories(ufunc, loop)
+    for dt, want in zip(operand_dtypes, loop):  # (an operand's conversion into its loop's dtype: invalid values)
+        categories |= _table.cast_error_categories(dt, want)
+    return operand_dtypes, categories
 
 
 def _weak(x: Any) -> Any:

@@ -293,17 +293,14 @@ class Elementwise(Backend):
         return out
 
     def copy_into(self, dst: CLArray, src: CLArray) -> None:
-        """``dst[...] = src`` (broadcast, C conversion; NumPy's unsafe astype for supported pairs)."""
+        """``dst[...] = src`` (broadcast, C conversion; NumPy's unsafe astype for supported pairs,
+        and its errors of the cast: cast_into)."""
         if dst.dtype.kind == "c" or src.dtype.kind == "c":
             self._copy_complex(dst, src)
             return
-        key = ("cast", src.dtype, dst.dtype)
-        graph = self._graphs.get(key)
-        if graph is None:
-            graph = self._graphs[key] = ir.cast_graph(src.dtype, dst.dtype)
         if self.shares_memory(src, dst):
             src = self.copy(src)
-        self.run_elementwise(graph, [src], [dst], [])
+        self.cast_into(dst, src)
 
     def _copy_complex(self, dst: CLArray, src: CLArray) -> None:
         # complex values are stored (not computed on): copies go through the (real, imag) parts

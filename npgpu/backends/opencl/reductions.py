@@ -309,6 +309,14 @@ class Reductions(Backend):
         graph = self._graph_cast(a.dtype, acc)
         return self.map_reduce(graph, [a], [], op, axes, acc, None, a.shape)[0]
 
+    def _converted_first(self, a: CLArray, acc: numpy.dtype, label: str = "reduce") -> CLArray:
+        """``a`` converted first where its conversion into the reduction's dtype can raise (floats
+        summed as integers, ``sum(dtype=int)``: NumPy's "invalid value encountered in reduce", its
+        ``label``); unchanged otherwise, converted as the reduction reads it."""
+        if not _fperr.current().check & _table.cast_error_categories(a.dtype, acc):
+            return a
+        return self.cast_into(None, a, acc, label=label)
+
     def _graph_cast(self, src: numpy.dtype, dst: numpy.dtype) -> ir.Graph:
         key = ("cast", src, dst)
         g = self._graphs.get(key)
@@ -338,6 +346,11 @@ class Reductions(Backend):
             k = math.prod(a.shape[d] for d in axes)
             if k == 0 and initial is None:
                 raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+        if nan_to is not None and a.dtype.kind == "f" and _fperr.current().check & \
+                _table.cast_error_categories(a.dtype, acc):  # (nansum(dtype=int): NaN counts as nan_to first)
+            a, nan_to = self.where(self.ufunc_call(numpy.isnan, (a,)), a.dtype.type(nan_to), a), None
+        if nan_to is None:
+            a = self._converted_first(a, acc)
         b = ir.GraphBuilder()
         x = b.input(a.dtype)
         val: ir.Node = b.cast(x, acc)
@@ -399,6 +412,8 @@ class Reductions(Backend):
         axes = _norm_axes(axis, a.ndim)
         res_dt = _result_dtype("mean", a.dtype, dtype)
         acc = res_dt
+        if not _nan:
+            a = self._converted_first(a, acc)
         b = ir.GraphBuilder()
         x = b.input(a.dtype)
         val: ir.Node = b.cast(x, acc)
@@ -521,6 +536,7 @@ class Reductions(Backend):
 
     def cumulative(self, kind: str, a: CLArray, axis: Any = None, dtype: Any = None, out: Any = None) -> CLArray:
         res_dt = _result_dtype(kind, a.dtype, dtype)
+        a = self._converted_first(a, res_dt, "cast")  # (NumPy's accumulate casts first: "... in cast")
         if axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1)):  # (NumPy takes these of 0-d)
             src = self.reshape(a if a.c_contiguous else self.copy(a), (a.size,))
             ax = 0
