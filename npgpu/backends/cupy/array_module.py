@@ -428,6 +428,8 @@ class ArrayModuleBackend(Compositions, Backend):
             return self._laid_out_like(super().call_function(func, args, kwargs), args[0])
         elif func is numpy.clip and (clipped := self._own_clip(args, kwargs)) is not None:
             return clipped
+        elif func is numpy.isclose and (close := self._isclose_of_number(args, kwargs)) is not None:
+            return close
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
             out = kwargs.get("out")
             if self.is_native(out) and self._converts_floats(args[0], out.dtype):
@@ -496,6 +498,32 @@ class ArrayModuleBackend(Compositions, Backend):
             return None
         out = kwargs.get("out")
         return self._own_ufunc(plan[0], (a, *plan[1]), {} if out is None else {"out": out})
+
+    def _isclose_of_number(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """NumPy's isclose of a real float array and a Python number: its bound ``atol + rtol *
+        abs(b)`` computed in Python and compared with the array's differences as a weak scalar
+        (NEP 50: in float32 for float32 data), through the code generator's one-node kernels;
+        invalid values ignored, as NumPy's. None where CuPy's isclose runs it (its kernel computes
+        the bound in float64: 1 - 2**-52 is close to a float32 1.0 there, not in NumPy)."""
+        names = ("a", "b", "rtol", "atol", "equal_nan")
+        given = dict(zip(names, args)) | kwargs
+        if len(args) > len(names) or not set(given) <= set(names) or not {"a", "b"} <= set(given):
+            return None
+        a, b = given["a"], given["b"]
+        rtol, atol, equal_nan = given.get("rtol", 1e-05), given.get("atol", 1e-08), given.get("equal_nan", False)
+        if not (self.is_native(a) and a.dtype.kind == "f" and type(b) in (int, float)
+                and type(rtol) in (int, float) and type(atol) in (int, float) and type(equal_nan) is bool):
+            return None
+        y = float(b)
+        call = self.apply_ufunc
+        with numpy.errstate(invalid="ignore"):
+            result = call(numpy.equal, a, y)
+            if math.isfinite(y):
+                near = call(numpy.less_equal, call(numpy.absolute, call(numpy.subtract, a, y)), atol + rtol * abs(y))
+                result = call(numpy.logical_or, near, result)
+            if equal_nan and math.isnan(y):
+                result = call(numpy.logical_or, result, call(numpy.isnan, a))
+        return result
 
     def _converts_floats(self, x: Any, dtype: Any) -> bool:
         """Whether converting native ``x`` into ``dtype`` is a float -> integer conversion, which
