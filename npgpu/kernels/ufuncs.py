@@ -304,6 +304,7 @@ _INF_1 = "(isinf({r}) && isfinite({0}))"
 _INF_2 = "(isinf({r}) && isfinite({0}) && isfinite({1}))"
 _NAN_2 = "(isnan({r}) && !isnan({0}) && !isnan({1}))"
 _BY_ZERO = "(isinf({r}) && isfinite({0}) && {1} == 0)"
+_ANY_NAN_2 = "(isnan({0}) || isnan({1}))"
 _QUOTIENT_OVER = "(isinf({r}) && isfinite({0}) && {1} != 0)"
 _ARITHMETIC = {OVER: _INF_2, INVALID: _NAN_2}
 _DIVISION = {DIVIDE: _BY_ZERO, OVER: _QUOTIENT_OVER, INVALID: _NAN_2}
@@ -512,8 +513,9 @@ _ENTRIES = (
     UfuncFacts("heaviside", {"f": "(isnan({0}) ? {0} : ({0} == 0 ? {1} : ({0} < 0 ? ({T})0 : ({T})1)))"}),
     _math("arctan2", "atan2", nin=2, vectorizes=True),
     _math("hypot", "hypot", nin=2, errors={"f": {OVER: _INF_2}}, propagates_nonfinite=_BOTH, vectorizes=True),
-    UfuncFacts("logaddexp", {"f": _h("logaddexp")}),
-    UfuncFacts("logaddexp2", {"f": _h("logaddexp2")}),
+    # (NumPy's npy_logaddexp orders its operands with a signaling comparison: any NaN is invalid)
+    UfuncFacts("logaddexp", {"f": _h("logaddexp")}, errors={"f": {INVALID: _ANY_NAN_2}}),
+    UfuncFacts("logaddexp2", {"f": _h("logaddexp2")}, errors={"f": {INVALID: _ANY_NAN_2}}),
     UfuncFacts("sqrt", {"f": "sqrt({0})", "c": "@csqrt({0})"}, exact=True, errors={"f": {INVALID: "({0} < 0)"}},
                propagates_nonfinite=_FIRST, vectorizes=True),
     _math("cbrt", "cbrt", propagates_nonfinite=_FIRST, vectorizes=True),
