@@ -356,6 +356,33 @@ def test_casts_report_as_numpy(npgpu_backend: str, case: str, mode: str) -> None
     check(_in_state(CAST_CASES[case], mode), npgpu_backend)
 
 
+@pytest.mark.parametrize("mode", ["call", "raise"])
+def test_a_write_that_does_not_broadcast_reports_no_cast(npgpu_backend: str, mode: str) -> None:
+    """NumPy checks the value's shape against the selection before it converts: a NaN that would
+    be invalid in the int32 memory raises only NumPy's ValueError (the emulated backend converted
+    first; found by tools/fuzz_programs.py --errors)."""
+    def body(xp: Any, events: _Events) -> Any:
+        a = _dev(xp, numpy.zeros((4, 1)), numpy.uint32)
+        with xp.errstate(all=mode, under="ignore", call=events.call):
+            try:
+                a[_dev(xp, [-3, 1], numpy.intp)] = _dev(xp, [numpy.nan, 2.0])
+            except ValueError as exc:
+                return str(exc), a
+        return a
+    check(body, npgpu_backend)
+
+
+def test_a_number_written_by_an_index_array_reports_its_overflow_once(npgpu_backend: str) -> None:
+    """``f16[[i]] = 1e10``: one "overflow encountered in cast" (the emulated backend converted the
+    number twice, once to find NumPy's errors and once to write it)."""
+    def body(xp: Any, events: _Events) -> Any:
+        a = _dev(xp, [0.5, 1.5, 2.5], numpy.float16)
+        with xp.errstate(all="call", under="ignore", call=events.call):
+            a[_dev(xp, [-3], numpy.intp)] = 1e10
+        return a
+    check(body, npgpu_backend)
+
+
 CAST_VALUES = (0.5, -0.5, -1.0, 127.5, 300.0, -300.0, 65535.0, 70000.0, -70000.0, 2.0**31, -2.0**31 - 4096,
                3e9, -3e9, 2.0**32, 2.0**63, -2.0**63, 2.0**64, -1e19, 1e20, 65504.0, numpy.inf, -numpy.inf,
                numpy.nan)

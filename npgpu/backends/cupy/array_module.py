@@ -776,8 +776,9 @@ class ArrayModuleBackend(Compositions, Backend):
 
     def _method_setitem(self, a: Any, key: Any, value: Any) -> None:
         if type(value) in (int, float, complex, bool):
+            converted = numpy.empty((), a.dtype)
             try:  # NumPy's conversion and its errors (OverflowError for 300 into uint8, which CuPy wraps)
-                numpy.empty((), a.dtype)[()] = value
+                converted[()] = value
             except (OverflowError, ValueError, TypeError):
                 # NumPy reports a bad basic index or mask before a bad value, the bounds of index arrays after
                 items = key if isinstance(key, tuple) else (key,)
@@ -793,14 +794,36 @@ class ArrayModuleBackend(Compositions, Backend):
                 if not self.is_native(value):  # (NumPy standing in: one element selected)
                     value = numpy.asarray(value).copy()
                 self._write_value(value, zero)
+            else:  # (the value NumPy converted, written: its conversion's warnings were reported once, above)
+                value = converted[()]
         elif a.dtype.kind in "iu" and getattr(value, "dtype", a.dtype).kind == "f":
             # (CuPy's float -> integer conversions saturate, 300.0 into int8 is 127; NumPy's wrap, 44)
             if isinstance(value, numpy.generic):  # (as NumPy's index assignment casts it: an array's cast)
                 value = numpy.asarray(value).astype(a.dtype)[()]
             elif self.is_native(value):
+                self._check_index_bounds(a, key)
+                self._check_value_shape(a, key, value)  # (NumPy's shape error comes before the cast's)
                 value = self._method_astype(value, a.dtype)
         self._check_index_bounds(a, key)
         a[key] = value
+
+    def _check_value_shape(self, a: Any, key: Any, value: Any) -> None:
+        """NumPy's ValueError where ``value`` does not broadcast into ``a[key]``, from NumPy's own
+        write into zero-strided stand-ins (index arrays as zeros of their shapes); nothing where a
+        boolean array's selection would need its values read."""
+        host = []
+        for k in key if isinstance(key, tuple) else (key,):
+            if self.is_native(k):
+                if k.dtype.kind == "b":
+                    return
+                k = numpy.zeros(k.shape, numpy.intp)
+            host.append(k)
+        strided = numpy.lib.stride_tricks.as_strided
+        target = strided(numpy.zeros(1, a.dtype), a.shape, (0,) * a.ndim, writeable=True)
+        try:  # (a ValueError is NumPy's shape mismatch: it reaches the caller)
+            target[tuple(host)] = strided(numpy.zeros(1, value.dtype), value.shape, (0,) * value.ndim)
+        except (IndexError, TypeError):
+            return  # (an index NumPy rejects for itself: the write below reports it)
 
     def _check_index_bounds(self, a: Any, key: Any) -> None:
         """NumPy's errors where CuPy's indexing differs: IndexError for out-of-range integer-array
