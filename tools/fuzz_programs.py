@@ -521,33 +521,55 @@ def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: int) -> str | 
     return None if numpy.array_equal(got, expected) else f"values {got!r} != {expected!r}"
 
 
-def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int = 1) -> str | None:
+def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int = 1,
+             errors: bool = False) -> str | None:
     program = Program(seed, statements, scale)
     expected_env = [a.copy() for a in program.inputs]
     expected_inexact = [EXACT] * len(expected_env)
     got_env: list[Any] = []
     got_inexact = [EXACT] * len(program.inputs)
-    with numpy.errstate(all="ignore"), warnings.catch_warnings():
+    # (errors: each statement's floating-point errors, reported to a callback, against NumPy's)
+    expected_errors: list[tuple[int, str]] = []
+    got_errors: list[tuple[int, str]] = []
+    at = [0]
+
+    def state(seen: list[tuple[int, str]]) -> Any:
+        if not errors:
+            return numpy.errstate(all="ignore")
+        return numpy.errstate(all="call", under="ignore", call=lambda kind, flag: seen.append((at[0], kind)))
+
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for s in program.statements:
-            execute(numpy, s, expected_env, expected_inexact)
+        with state(expected_errors):
+            for at[0], s in enumerate(program.statements):
+                execute(numpy, s, expected_env, expected_inexact)
         with npgpu.enable(backend, threshold=0, fusion=fusion):
             got_env = [npgpu.asarray(a.copy()) for a in program.inputs]
-            for s in program.statements:
-                execute(npgpu, s, got_env, got_inexact)
+            with state(got_errors):
+                for at[0], s in enumerate(program.statements):
+                    execute(npgpu, s, got_env, got_inexact)
             got_layouts = [_layout(x) for x in got_env]
             got_env = [_host(x) for x in got_env]
+    if errors and sorted(got_errors) != sorted(expected_errors):
+        extra = sorted(set(got_errors) - set(expected_errors))
+        missing = sorted(set(expected_errors) - set(got_errors))
+        why = f"errors: npgpu's {sorted(got_errors)} != NumPy's {sorted(expected_errors)}"
+        return _report(seed, program, f"{why} (extra {extra}, missing {missing})")
     for slot, (e, g, inexact) in enumerate(zip(expected_env, got_env, expected_inexact, strict=True)):
         why = difference(e, g, inexact)
         if why is None and isinstance(e, numpy.ndarray) and got_layouts[slot] not in (None, _layout(e)):
             why = f"layout (C, F contiguous) {got_layouts[slot]} != NumPy's {_layout(e)}"
         if why is not None:
-            lines = [f"seed {seed}: slot {slot}: {why}", "inputs:"]
-            lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" if a.size <= 48 else f"  [{k}] {a.dtype}{a.shape}"
-                      for k, a in enumerate(program.inputs)]
-            lines += [f"  [{len(program.inputs) + k}] {s!r}" for k, s in enumerate(program.statements)]
-            return "\n".join(lines)
+            return _report(seed, program, f"slot {slot}: {why}")
     return None
+
+
+def _report(seed: int, program: Program, why: str) -> str:
+    lines = [f"seed {seed}: {why}", "inputs:"]
+    lines += [f"  [{k}] {a.dtype}{a.shape} {a.tolist()!r}" if a.size <= 48 else f"  [{k}] {a.dtype}{a.shape}"
+              for k, a in enumerate(program.inputs)]
+    lines += [f"  [{len(program.inputs) + k}] {s!r}" for k, s in enumerate(program.statements)]
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -558,11 +580,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fusion", choices=("on", "off"), default="on")
     parser.add_argument("--max-reports", type=int, default=10)
     parser.add_argument("--scale", type=int, default=1, help="arrays' extents times this (plus one)")
+    parser.add_argument("--errors", action="store_true",
+                        help="compare each statement's floating-point errors (errstate all='call') too")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     bad = 0
     for seed in range(start, stop):
-        why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale)
+        why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale, args.errors)
         if why is not None:
             bad += 1
             if bad <= args.max_reports:
