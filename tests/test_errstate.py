@@ -383,6 +383,32 @@ def test_a_number_written_by_an_index_array_reports_its_overflow_once(npgpu_back
     check(body, npgpu_backend)
 
 
+MOMENT_VALUES = {
+    "inf": ([numpy.inf, 1.0, 2.0], {}),
+    "both_infs": ([-numpy.inf, numpy.inf, 1.0], {}),
+    "square_overflows": ([1e200, -1e200, 1.0], {}),
+    "rows": ([[numpy.inf, 1.0, 2.0], [1.0, 2.0, 3.0]], {"axis": 1}),
+    "columns_keepdims": ([[1e300, 1.0], [-1e300, 2.0]], {"axis": 0, "keepdims": True, "ddof": 1}),
+    "nan_and_inf": ([numpy.nan, numpy.inf, 1.0], {}),
+    "float32": (numpy.array([3e38, -3e38, 1.0], numpy.float32), {}),
+}
+
+
+@pytest.mark.parametrize("mode", ["call", "raise", "warn"])
+@pytest.mark.parametrize("func", ["var", "std", "nanvar", "nanstd"])
+@pytest.mark.parametrize("case", sorted(MOMENT_VALUES))
+def test_variances_report_as_numpy(npgpu_backend: str, func: str, case: str, mode: str) -> None:
+    """var and std report each step's errors as NumPy's do: the mean's sum (reduce), the
+    deviations (subtract), their squares (square; nanvar's multiply), their sum (reduce)."""
+    values, kwargs = MOMENT_VALUES[case]
+
+    def body(xp: Any, events: _Events) -> Any:
+        x = xp.asarray(numpy.asarray(values, getattr(values, "dtype", float)))
+        with xp.errstate(all=mode, under="ignore", call=events.call):
+            return getattr(xp, func)(x, **kwargs)
+    check(body, npgpu_backend)
+
+
 CAST_VALUES = (0.5, -0.5, -1.0, 127.5, 300.0, -300.0, 65535.0, 70000.0, -70000.0, 2.0**31, -2.0**31 - 4096,
                3e9, -3e9, 2.0**32, 2.0**63, -2.0**63, 2.0**64, -1e19, 1e20, 65504.0, numpy.inf, -numpy.inf,
                numpy.nan)

@@ -129,6 +129,8 @@ _CONVERTS_OPERANDS: dict[Callable[..., Any], str] = {
 }
 #: Those of them whose conversion NumPy's error message names "reduce" (the others': "cast").
 _CONVERTS_IN_REDUCE = frozenset({numpy.sum, numpy.prod, numpy.mean, numpy.trace, numpy.nansum, numpy.nanprod})
+#: The variances: computed in NumPy's steps where errors are asked for (Compositions._moments)
+_MOMENTS = frozenset({numpy.var, numpy.std, numpy.nanvar, numpy.nanstd})
 
 
 class ArrayModuleBackend(Compositions, Backend):
@@ -430,6 +432,8 @@ class ArrayModuleBackend(Compositions, Backend):
             return clipped
         elif func is numpy.isclose and (close := self._isclose_of_number(args, kwargs)) is not None:
             return close
+        elif func in _MOMENTS and (moment := self._moments(func, args, kwargs)) is not None:
+            return moment
         elif func is numpy.clip and kwargs.get("casting") == "unsafe":
             out = kwargs.get("out")
             if self.is_native(out) and self._converts_floats(args[0], out.dtype):

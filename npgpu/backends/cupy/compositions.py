@@ -12,9 +12,11 @@ import warnings
 from typing import Any
 
 import numpy
-from numpy.lib.array_utils import normalize_axis_index
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ... import _fperr
 from ...kernels import ir
+from ...kernels import ufuncs as _table
 
 #: NumPy's product gufuncs (NumPy 2.2+; CuPy has none), and their operands' core dimensions
 PRODUCT_GUFUNCS = {getattr(numpy, n): dims for n, dims in (("vecdot", (1, 1)), ("matvec", (2, 1)),
@@ -25,6 +27,28 @@ _CLIP_MODES = ("clip", "raise", "wrap")
 _PUT_KEY_LIMIT = 1 << 62
 #: rows of correlation windows multiplied at once (bounds the windows' copy: rows x taps elements)
 _WINDOW_ELEMENTS = 1 << 24
+
+
+def _moment_graph(src: numpy.dtype, acc: numpy.dtype, skip_nan: bool, check: int) -> Any:
+    """The values var's sums add: the data in ``acc`` (``check`` 0), or, with a second input (the
+    mean), its squared deviations, the subtraction and the squaring checked for ``check`` (NaN
+    values count as 0 with ``skip_nan``, as nanvar replaces them)."""
+    b = ir.GraphBuilder()
+    x = b.cast(b.input(src), acc)
+    nan = b.apply(numpy.isnan, (acc, numpy.dtype(bool)), x)[0] if skip_nan else None
+    if nan is not None:
+        x = b.select(nan, b.scalar(acc), x, acc)
+    if not check:
+        return b.build([x])
+    loop2, loop3 = (acc,) * 2, (acc,) * 3
+    d = b.apply(numpy.subtract, loop3, x, b.input(acc),
+                check=check & _table.error_categories(numpy.subtract, loop3))[0]
+    if nan is None:  # (NumPy's var squares, nanvar multiplies: the names its messages give)
+        square = b.apply(numpy.square, loop2, d, check=check & _table.error_categories(numpy.square, loop2))
+    else:
+        d = b.select(nan, b.scalar(acc), d, acc)
+        square = b.apply(numpy.multiply, loop3, d, d, check=check & _table.error_categories(numpy.multiply, loop3))
+    return b.build([square[0]])
 
 
 def _tri_deprecates_non_integers() -> bool:
@@ -99,6 +123,7 @@ class Compositions:
     _eager_graph: Any
     _method_astype: Any
     _converts_floats: Any
+    reduce_fused: Any
 
     def _read(self, *values: Any) -> list[Any]:
         """Device scalars (0-d results of reductions) read back in one transfer."""
@@ -428,6 +453,72 @@ class Compositions:
             return xp.ascontiguousarray(result) if result.ndim else result  # (ascontiguousarray: 1-d at least)
         target[...] = result
         return target
+
+    # -- var, std and their NaN-skipping forms: NumPy's steps and their reports ----------------------
+    def _moments(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """NumPy's var, std, nanvar or nanstd of a real float array, step by step as NumPy
+        computes them, where NumPy's errstate asks for errors (CuPy's report none): the mean's
+        sum ("... encountered in reduce"), the deviations ("invalid value encountered in subtract"
+        where the mean is an infinity of the values), their squares ("overflow encountered in
+        square", nanvar's "... in multiply") and their sum; two fused reductions of the code
+        generator, each reporting as it goes. None where CuPy's function runs it (no errors
+        asked for, other arguments, an empty or non-float array, no degrees of freedom left)."""
+        names = ("a", "axis", "dtype", "out", "ddof", "keepdims")
+        given = dict(zip(names, args)) | kwargs
+        if len(args) > len(names) or not set(given) <= set(names) or given.get("out") is not None:
+            return None
+        a = given.get("a")
+        dtype = given.get("dtype")
+        ddof = given.get("ddof", 0)
+        if not (self.is_native(a) and a.dtype.kind == "f" and a.size and _table.is_supported_dtype(a.dtype)
+                and type(ddof) is int):
+            return None
+        acc = a.dtype if dtype is None else numpy.dtype(dtype)
+        state = _fperr.current()
+        check = state.check & (_table.OVER | _table.INVALID)
+        if acc.kind != "f" or not _table.is_supported_dtype(acc) or not check:
+            return None
+        axis = given.get("axis")
+        axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
+        count = math.prod(a.shape[d] for d in axes)
+        skip_nan = func in (numpy.nanvar, numpy.nanstd)
+        if not skip_nan and count - ddof <= 0:
+            return None  # (NumPy's warning and division by zero: CuPy's function, as before)
+        kept = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
+        sums = self._eager_graph(("moment sums", a.dtype, acc, skip_nan, check),
+                                 lambda: _moment_graph(a.dtype, acc, skip_nan, 0))
+        squares = self._eager_graph(("moment squares", a.dtype, acc, skip_nan, check),
+                                    lambda: _moment_graph(a.dtype, acc, skip_nan, check))
+        total = self._reduced_checked(sums, [a], a.shape, axes, state, check).reshape(kept)
+        with numpy.errstate(divide="ignore", invalid="ignore"):  # (NumPy's divisions by the counts: unreported)
+            if skip_nan:
+                present = self.xp.sum(self.xp.logical_not(self.xp.isnan(a)), axis=axes, keepdims=True)
+                mean = self.apply_ufunc(numpy.true_divide, total, present, out=total)
+            else:
+                mean = self.apply_ufunc(numpy.true_divide, total, numpy.intp(count), out=total)
+            variance = self._reduced_checked(squares, [a, mean], a.shape, axes, state, check)
+            if skip_nan:
+                freedom = present.reshape(variance.shape) - ddof
+                variance = self.apply_ufunc(numpy.true_divide, variance, freedom, out=variance)
+            else:
+                variance = self.apply_ufunc(numpy.true_divide, variance, numpy.intp(count - ddof), out=variance)
+        if skip_nan:
+            bad = freedom <= 0
+            if bool(bad.any()):
+                warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=5)
+                variance = self.xp.where(bad, variance.dtype.type(numpy.nan), variance)
+        if func in (numpy.std, numpy.nanstd):
+            variance = self.apply_ufunc(numpy.sqrt, variance, out=variance)
+        return variance.reshape(kept) if given.get("keepdims", False) else variance
+
+    def _reduced_checked(self, graph: Any, inputs: list[Any], shape: tuple[int, ...], axes: tuple[int, ...],
+                         state: Any, check: int) -> Any:
+        """The sum of ``graph``'s values over ``axes``, its nodes' and its own errors reported."""
+        launch = _fperr.call_launch(graph, state, ("reduce",))
+        zeros = [graph.out_dtypes[0].type(0)] * len(graph.scalars)  # (what a NaN counts as)
+        result = self.reduce_fused(graph, inputs, zeros, shape, "add", axes, launch, check)
+        _fperr.launched(self, launch)
+        return result
 
     # -- NaN-skipping statistics ---------------------------------------------------------------------
     def _nan_moment(self, func: str, a: Any, axis: Any, dtype: Any, out: Any, ddof: Any, keepdims: bool) -> Any:

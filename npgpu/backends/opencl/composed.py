@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy
 
+from ... import _fperr
 from ...kernels import ir
 from ..base import Backend
 from .array import CLArray, _native_or_device, _norm_axes
@@ -145,8 +146,11 @@ class Composed(Backend):
                                keepdims=True)
         total = self.reduction("sum", values, axis=axes, dtype=dtype, keepdims=True)
         mean = self._cast_to(call(numpy.true_divide, (total, count)), total.dtype)
-        deviation = self.where(missing, total.dtype.type(0), call(numpy.subtract, (values, mean)))
-        squares = call(numpy.multiply, (deviation, deviation))
+        # (the deviations and their squares report their errors as NumPy's nanvar does: "... in subtract",
+        # "... in multiply"; the sums theirs, "... in reduce")
+        errstate = _fperr.current()
+        deviation = self.where(missing, total.dtype.type(0), call(numpy.subtract, (values, mean), errstate=errstate))
+        squares = call(numpy.multiply, (deviation, deviation), errstate=errstate)
         variance = self.reduction("sum", squares, axis=axes, dtype=dtype, keepdims=keepdims)
         freedom = call(numpy.subtract, (count if keepdims else self.reshape(count, variance.shape), ddof))
         variance = self._cast_to(call(numpy.true_divide, (variance, freedom)), variance.dtype)

@@ -463,15 +463,26 @@ class Reductions(Backend):
         mean = self.mean(a, axis=axes, dtype=acc, keepdims=True)
         if not isinstance(mean, CLArray):
             mean = self.from_host(numpy.asarray(mean, acc).reshape((1,) * a.ndim))
-        key = ("var", a.dtype, acc)
+        # NumPy's steps, each reporting its errors as NumPy's does: the deviations ("invalid value
+        # encountered in subtract" where the mean is an infinity of the values), their squares
+        # ("overflow encountered in square"), and their sum ("... in reduce")
+        launch, check = _reduction_errors("add", acc)
+        key = ("var", a.dtype, acc, check)
         graph = self._graphs.get(key)
         if graph is None:
             b = ir.GraphBuilder()
             x = b.input(a.dtype)
             mu = b.input(acc)
-            d = b.apply(numpy.subtract, (acc,) * 3, b.cast(x, acc), mu)[0]
-            graph = self._graphs[key] = b.build([b.apply(numpy.multiply, (acc,) * 3, d, d)[0]])
-        total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape)
+            d = b.apply(numpy.subtract, (acc,) * 3, b.cast(x, acc), mu,
+                        check=check & _table.error_categories(numpy.subtract, (acc,) * 3))[0]
+            squares = b.apply(numpy.square, (acc,) * 2, d, check=check & _table.error_categories(numpy.square,
+                                                                                                (acc,) * 2))[0]
+            graph = self._graphs[key] = b.build([squares])
+        if graph.error_nodes:
+            launch = _fperr.call_launch(graph, _fperr.current(), ("reduce",))
+        total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape, launch, check)
+        if launch is not None:
+            _fperr.launched(self, launch)
         n = max(math.prod(a.shape[d] for d in axes) - ddof, 0)
         result = self.ufunc_call(numpy.true_divide, (total, numpy.intp(n)))
         if _sqrt:
