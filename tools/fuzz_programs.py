@@ -462,8 +462,37 @@ def _undefined_conversion(a: numpy.ndarray, dtype: numpy.dtype) -> bool:
     if a.dtype.kind != "f" or dtype.kind not in "iu" or not a.size:
         return False
     info = numpy.iinfo(dtype)
-    with numpy.errstate(invalid="ignore"):
+    with numpy.errstate(all="ignore"):  # (the harness's own comparisons: float16 against 2**64 overflows)
         return not bool(numpy.all(numpy.isfinite(a) & (a > info.min - 1.0) & (a < info.max + 1.0)))
+
+
+def _taint_views(env: list[Any], inexact: list[int], before: set[int]) -> None:
+    """Slots that share memory with one a statement made UNDEFINED are undefined too (a write
+    through a view changes its base)."""
+    for k in [k for k, t in enumerate(inexact) if t == UNDEFINED and k not in before]:
+        if isinstance(env[k], numpy.ndarray):
+            for other, x in enumerate(env):
+                if isinstance(x, numpy.ndarray) and numpy.may_share_memory(x, env[k]):
+                    inexact[other] = UNDEFINED
+
+
+def _finite(a: Any) -> bool:
+    return not isinstance(a, numpy.ndarray) or a.dtype.kind not in "fc" or bool(numpy.isfinite(a).all())
+
+
+def _errors_compared(statement: tuple[Any, ...], env: list[Any]) -> bool:
+    """Whether ``statement``'s floating-point errors are compared (--errors): not those the README
+    lists as not detected (cumsum and cumprod), nor a sum's or product's over infinities or NaN,
+    whose flags depend on the order the values meet in (the device infers them from the result)."""
+    kind = statement[0]
+    if kind == "nanreduce":
+        return statement[3] in ("std", "var") or _finite(env[statement[1]])
+    if kind == "reduce":
+        name, i = statement[1], statement[2]
+        return name not in ("cumsum", "cumprod") and (name not in ORDERED or _finite(env[i]))
+    if kind == "reshape" and statement[1] in ("cumsum_keep", "sum_keepdims"):
+        return statement[1] == "sum_keepdims" and _finite(env[statement[2]])
+    return True
 
 
 def _layout(x: Any) -> tuple[bool, bool] | None:
@@ -532,6 +561,7 @@ def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int 
     expected_errors: list[tuple[int, str]] = []
     got_errors: list[tuple[int, str]] = []
     at = [0]
+    unchecked: set[int] = set()  # (statements whose errors are not compared: _errors_compared)
 
     def state(seen: list[tuple[int, str]]) -> Any:
         if not errors:
@@ -542,7 +572,11 @@ def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int 
         warnings.simplefilter("ignore")
         with state(expected_errors):
             for at[0], s in enumerate(program.statements):
+                if errors and not _errors_compared(s, expected_env):
+                    unchecked.add(at[0])
+                undefined = {k for k, t in enumerate(expected_inexact) if t == UNDEFINED}
                 execute(numpy, s, expected_env, expected_inexact)
+                _taint_views(expected_env, expected_inexact, undefined)
         with npgpu.enable(backend, threshold=0, fusion=fusion):
             got_env = [npgpu.asarray(a.copy()) for a in program.inputs]
             with state(got_errors):
@@ -550,6 +584,8 @@ def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int 
                     execute(npgpu, s, got_env, got_inexact)
             got_layouts = [_layout(x) for x in got_env]
             got_env = [_host(x) for x in got_env]
+    got_errors = [e for e in got_errors if e[0] not in unchecked]
+    expected_errors = [e for e in expected_errors if e[0] not in unchecked]
     if errors and sorted(got_errors) != sorted(expected_errors):
         extra = sorted(set(got_errors) - set(expected_errors))
         missing = sorted(set(expected_errors) - set(got_errors))
