@@ -409,6 +409,30 @@ def test_variances_report_as_numpy(npgpu_backend: str, func: str, case: str, mod
     check(body, npgpu_backend)
 
 
+ACCUMULATIONS = {
+    "cumsum_infs": lambda xp: xp.cumsum(_dev(xp, [1.0, -numpy.inf, numpy.inf, 2.0])),
+    "cumsum_overflow": lambda xp: xp.cumsum(_dev(xp, [1e308, 1e308, 1.0])),
+    "cumsum_nan_first": lambda xp: xp.cumsum(_dev(xp, [numpy.nan, numpy.inf, -numpy.inf])),
+    "cumprod_zero_inf": lambda xp: xp.cumprod(_dev(xp, [[0.0, numpy.inf], [2.0, 3.0]]), axis=1),
+    "cumprod_overflow_rows": lambda xp: xp.cumprod(_dev(xp, [[1e200, 1e200], [1.0, 2.0]]), axis=0),
+    "cumprod_flat": lambda xp: xp.cumprod(_dev(xp, [[1e200, 1.0], [1e200, 2.0]])),
+    "cumsum_float32": lambda xp: xp.cumsum(_dev(xp, [3e38, 3e38], numpy.float32)),
+    "cumsum_dtype": lambda xp: xp.cumsum(_dev(xp, [3e38, 3e38], numpy.float32), dtype=numpy.float64),
+    "nancumsum": lambda xp: xp.nancumsum(_dev(xp, [numpy.nan, numpy.inf, -numpy.inf])),
+    "nancumprod": lambda xp: xp.nancumprod(_dev(xp, [numpy.nan, 1e300, 1e300])),
+    "accumulate_method": lambda xp: xp.add.accumulate(_dev(xp, [numpy.inf, -numpy.inf, 1.0])),
+    "integers": lambda xp: xp.cumsum(_dev(xp, [2**62, 2**62], numpy.int64)),
+}
+
+
+@pytest.mark.parametrize("mode", ["call", "raise", "warn"])
+@pytest.mark.parametrize("case", sorted(ACCUMULATIONS))
+def test_accumulations_report_as_numpy(npgpu_backend: str, case: str, mode: str) -> None:
+    """cumsum and cumprod report NumPy's "... encountered in accumulate" (its sequential loop's
+    steps: an infinity of finite operands, a NaN of non-NaN ones)."""
+    check(_in_state(ACCUMULATIONS[case], mode), npgpu_backend)
+
+
 CAST_VALUES = (0.5, -0.5, -1.0, 127.5, 300.0, -300.0, 65535.0, 70000.0, -70000.0, 2.0**31, -2.0**31 - 4096,
                3e9, -3e9, 2.0**32, 2.0**63, -2.0**63, 2.0**64, -1e19, 1e20, 65504.0, numpy.inf, -numpy.inf,
                numpy.nan)

@@ -349,6 +349,28 @@ class Backend:
         _fperr.launched(self, launch)
         return out
 
+    def report_accumulate(self, ufunc: numpy.ufunc, values: Any, result: Any, axis: int) -> None:
+        """NumPy's errors of an accumulation already computed (cumsum's, cumprod's: "overflow" or
+        "invalid value encountered in accumulate"), found after it: step k of NumPy's sequential
+        loop is ``result[k-1] ufunc values[k]``, so one elementwise kernel applies the ufunc's
+        conditions (kernels/ufuncs, UfuncFacts.errors: an infinity of finite operands, a NaN of
+        non-NaN ones) to those pairs along ``axis``. ``values``: what was accumulated, in the
+        result's dtype."""
+        dtype = result.dtype
+        if dtype.kind != "f" or values.dtype != dtype or result.ndim == 0 or result.shape[axis] < 2:
+            return
+        loop = (dtype,) * 3
+        state = _fperr.current()
+        check = state.check & _table.error_categories(ufunc, loop)
+        if not check:
+            return
+        lead = (slice(None),) * axis
+        steps = [self.basic_view(result, (*lead, slice(None, -1))), self.basic_view(values, (*lead, slice(1, None)))]
+        graph = _ir.ufunc_graph(ufunc, loop, ("array", "array"), loop[:2], loop[2:], check)
+        launch = _fperr.call_launch(None, state, ("accumulate",))
+        self.run_fused(graph, steps, [], steps[0].shape, errors=launch)
+        _fperr.launched(self, launch)
+
     def empty_result(self, shape: tuple[int, ...], dtype: numpy.dtype, inputs: list[Any]) -> Any:
         """A new native for an elementwise result of ``shape`` from natives ``inputs``, laid out in
         the memory order NumPy gives it (kernels/order.result_axes: ``a.T * 2`` is F-ordered, as

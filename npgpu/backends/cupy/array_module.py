@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy
+from numpy.lib.array_utils import normalize_axis_index
 
 from ... import _bounds, _fperr, _ops
 from ...kernels import ir
@@ -129,6 +130,8 @@ _CONVERTS_OPERANDS: dict[Callable[..., Any], str] = {
 }
 #: Those of them whose conversion NumPy's error message names "reduce" (the others': "cast").
 _CONVERTS_IN_REDUCE = frozenset({numpy.sum, numpy.prod, numpy.mean, numpy.trace, numpy.nansum, numpy.nanprod})
+#: Accumulations whose errors are found after CuPy's scan (ArrayModuleBackend._accumulate_errors)
+_ACCUMULATIONS = frozenset({numpy.cumsum, numpy.cumprod, numpy.nancumsum, numpy.nancumprod})
 #: The variances: computed in NumPy's steps where errors are asked for (Compositions._moments)
 _MOMENTS = frozenset({numpy.var, numpy.std, numpy.nanvar, numpy.nanstd})
 
@@ -302,7 +305,12 @@ class ArrayModuleBackend(Compositions, Backend):
             out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
             target = out[0] if isinstance(out, tuple) else out
             function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
-            result = getattr(xp, function)(inputs[0], **kwargs)
+            if method == "accumulate" and self.is_native(inputs[0]) and inputs[0].dtype.kind == "f":
+                with numpy.errstate(all="ignore"):  # (the emulated backend's NumPy stand-in reports by itself)
+                    result = getattr(xp, function)(inputs[0], **kwargs)
+                self._accumulate_errors(getattr(numpy, function), (inputs[0], kwargs["axis"]), {}, result)
+            else:
+                result = getattr(xp, function)(inputs[0], **kwargs)
             if target is None:
                 return result
             if target.shape != result.shape:  # NumPy never broadcasts a reduction's result into out=
@@ -440,7 +448,29 @@ class ArrayModuleBackend(Compositions, Backend):
                 rest = {k: v for k, v in kwargs.items() if k not in ("out", "casting")}
                 out[...] = self._converted(super().call_function(func, args, rest), out.dtype)
                 return out
+        if func in _ACCUMULATIONS and args and self.is_native(args[0]) and args[0].dtype.kind == "f" \
+                and _fperr.current().check:
+            with numpy.errstate(all="ignore"):  # (the emulated backend's NumPy stand-in reports by itself)
+                result = super().call_function(func, args, kwargs)
+            self._accumulate_errors(func, args, kwargs, result)
+            return result
         return super().call_function(func, args, kwargs)
+
+    def _accumulate_errors(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                           result: Any) -> None:
+        """NumPy's errors of cumsum, cumprod and their NaN-skipping forms (CuPy's report none):
+        Backend.report_accumulate over what they accumulated."""
+        if not self.is_native(result):
+            return
+        given = dict(zip(("a", "axis", "dtype", "out"), args)) | kwargs
+        a, axis = args[0], given.get("axis")
+        values = a.ravel() if axis is None else a
+        if func in (numpy.nancumsum, numpy.nancumprod):
+            values = self.xp.where(self.xp.isnan(values), values.dtype.type(func is numpy.nancumprod), values)
+        if values.dtype != result.dtype:
+            values = self._method_astype(values, result.dtype)
+        ufunc = numpy.add if func in (numpy.cumsum, numpy.nancumsum) else numpy.multiply
+        self.report_accumulate(ufunc, values, result, 0 if axis is None else normalize_axis_index(axis, a.ndim))
 
     def _joined_in_order(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """concatenate, stack, vstack or hstack laid out in the memory order NumPy gives it

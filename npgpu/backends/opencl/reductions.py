@@ -578,6 +578,9 @@ class Reductions(Backend):
                 args += [numpy.int64(s) for s in st]
             args += [numpy.int64(src.strides[ax]), numpy.int64(result.strides[ax])]
             self._launch(kernel, m, args)
+            if res_dt.kind == "f" and _fperr.current().check:  # (NumPy's "... encountered in accumulate")
+                self.report_accumulate(getattr(numpy, op), src if src.dtype == res_dt else self.copy(src, res_dt),
+                                       result, ax)
         return result
 
 
