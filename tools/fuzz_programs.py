@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import npgpu  # noqa: E402
 
 DTYPES = ("bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float32", "float64")
+#: ``--complex``: these too (stored and moved on OpenCL, computed on CuPy)
+COMPLEX = ("complex64", "complex128")
 SHAPES = ((4, 6), (6,), (4, 1), (1, 6), (), (4, 6), (4, 6))
 #: ``--scale k``: each extent of SHAPES times k (and one more where k > 1, so that vector kernels
 #: run their remainder and reductions their partial work-groups)
@@ -75,10 +77,14 @@ def _value_array(rng: numpy.random.Generator, shape: tuple[int, ...], dtype: str
     dt = numpy.dtype(dtype)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
-    if dt.kind == "f":
-        values = rng.choice(numpy.array([0.0, -0.0, 1.5, -2.25, 3.0, 1e-3, 7.75, -100.5, 1e6, 255.0, 0.5,
-                                         numpy.nan, numpy.inf, -numpy.inf, 65504.0, 1e-40]), shape)
-        return values.astype(dt)
+    if dt.kind in "fc":
+        floats = numpy.array([0.0, -0.0, 1.5, -2.25, 3.0, 1e-3, 7.75, -100.5, 1e6, 255.0, 0.5, numpy.nan, numpy.inf,
+                              -numpy.inf, 65504.0, 1e-40])
+        if dt.kind == "f":
+            return rng.choice(floats, shape).astype(dt)
+        values = numpy.empty(shape, dt)  # (parts set apart: 1j * inf would make a NaN real part)
+        values.real, values.imag = rng.choice(floats, shape), rng.choice(floats, shape)
+        return values
     info = numpy.iinfo(dt)
     special = numpy.array([info.min, info.max, 0, 1, 2, 3, 7, 100], dtype=object)
     values = rng.integers(max(info.min, -50), min(info.max, 50), shape, endpoint=True).astype(object)
@@ -90,8 +96,9 @@ def _value_array(rng: numpy.random.Generator, shape: tuple[int, ...], dtype: str
 class Program:
     """A program of statements, written while NumPy runs it."""
 
-    def __init__(self, seed: int, statements: int, scale: int = 1) -> None:
+    def __init__(self, seed: int, statements: int, scale: int = 1, complex_values: bool = False) -> None:
         self.rng = numpy.random.default_rng(seed)
+        self.dtypes = DTYPES + COMPLEX if complex_values else DTYPES
         self.inputs: list[numpy.ndarray] = []
         self.statements: list[tuple[Any, ...]] = []
         env: list[Any] = []
@@ -99,7 +106,7 @@ class Program:
         for _ in range(3):
             base = SHAPES[int(self.rng.integers(len(SHAPES)))]
             shape = tuple(n if n == 1 or scale == 1 else n * scale + 1 for n in base)
-            a = _value_array(self.rng, shape, DTYPES[int(self.rng.integers(len(DTYPES)))])
+            a = _value_array(self.rng, shape, self.dtypes[int(self.rng.integers(len(self.dtypes)))])
             self.inputs.append(a)
             env.append(a.copy())
             inexact.append(EXACT)
@@ -162,7 +169,7 @@ class Program:
             choice = str(rng.choice(["T", "reverse", "slice", "step", "ravel", "newaxis"]))
             return ("view", choice, i, int(rng.integers(a.ndim)))
         if kind == "astype":
-            return ("astype", i, str(rng.choice(DTYPES)))
+            return ("astype", i, str(rng.choice(self.dtypes)))
         if kind == "write_basic":
             if a.ndim == 0:
                 return None
@@ -536,6 +543,8 @@ def difference(expected: Any, got: Any, inexact: int) -> str | None:
 def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: int) -> str | None:
     if inexact >= UNDEFINED:
         return None
+    if expected.dtype.kind == "c":  # (each part as a float: a NaN part is NaN where NumPy's is)
+        return _values(expected.real, got.real, inexact) or _values(expected.imag, got.imag, inexact)
     if expected.dtype.kind in "fc":
         nan = numpy.isnan(expected)
         if not numpy.array_equal(nan, numpy.isnan(got)):
@@ -554,8 +563,8 @@ def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: int) -> str | 
 
 
 def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int = 1,
-             errors: bool = False) -> str | None:
-    program = Program(seed, statements, scale)
+             errors: bool = False, complex_values: bool = False) -> str | None:
+    program = Program(seed, statements, scale, complex_values)
     expected_env = [a.copy() for a in program.inputs]
     expected_inexact = [EXACT] * len(expected_env)
     got_env: list[Any] = []
@@ -625,11 +634,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--scale", type=int, default=1, help="arrays' extents times this (plus one)")
     parser.add_argument("--errors", action="store_true",
                         help="compare each statement's floating-point errors (errstate all='call') too")
+    parser.add_argument("--complex", action="store_true", help="complex64 and complex128 arrays too")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     bad = 0
     for seed in range(start, stop):
-        why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale, args.errors)
+        why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale, args.errors, args.complex)
         if why is not None:
             bad += 1
             if bad <= args.max_reports:
