@@ -304,6 +304,38 @@ def test_negative_zero_writes_keep_the_sign(xp):
     return [xp.signbit(x) for x in (a, b, *made, d)] + [xp.signbit(c.imag)]
 
 
+@differential()
+def test_index_writes_with_repeated_positions_keep_the_last(xp):
+    # NumPy writes index-array assignments in index order, so the last write of a position wins;
+    # CuPy's scatter wrote them in any order (found by tools/fuzz_programs.py on an H100)
+    a = xp.zeros(6)
+    a[xp.asarray(numpy.array([1, 3, 1, -5, 0]))] = xp.asarray(numpy.array([10.0, 20.0, 30.0, 40.0, 50.0]))
+    b = xp.zeros((4, 3), numpy.int32)
+    b[xp.asarray(numpy.array([2, 2, 0, 2]))] = xp.asarray(numpy.arange(12, dtype=numpy.int32).reshape(4, 3))
+    c = xp.zeros(5, numpy.uint8)
+    c[xp.asarray(numpy.array([4, 4, 4]))] = xp.asarray(numpy.array([1, 2, 3], numpy.uint8))
+    return a, b, c
+
+
+@differential()
+def test_round_of_integers_to_tens_goes_through_float64(xp):
+    # NumPy rounds integers to negative decimals as rint(a / 10**k) * 10**k in float64, cast back:
+    # int16's -32768 becomes 32766 and uint64's largest 0 (CuPy's integer arithmetic differed;
+    # found by tools/fuzz_programs.py on an H100)
+    with numpy.errstate(invalid="ignore"):
+        return (xp.round(xp.asarray(numpy.array([-32768, 15, 25, -35, 45, 32767], numpy.int16)), -1),
+                xp.round(xp.asarray(numpy.array([2**64 - 1, 15, 25, 1234], numpy.uint64)), -1),
+                xp.round(xp.asarray(numpy.array([-15, 149, 151], numpy.int8)), -2))
+
+
+@differential()
+def test_count_nonzero_counts_subnormals(xp):
+    # CuPy's kernels flush float32 subnormals: count_nonzero counted 1e-40 as zero (found by
+    # tools/fuzz_programs.py on an H100)
+    a = xp.asarray(numpy.array([[1e-40, 0.0, -0.0], [1e-45, 2.0, numpy.nan]], numpy.float32))
+    return xp.count_nonzero(a), xp.count_nonzero(a, axis=1), xp.count_nonzero(a, axis=0, keepdims=True)
+
+
 @pytest.mark.parametrize("decimals", [-1, 0, 2])
 @differential()
 def test_round_of_bools_is_numpys(xp, decimals):

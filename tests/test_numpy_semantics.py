@@ -173,6 +173,11 @@ _LAYOUTS = {
     "cumsum_transposed": lambda xp, a: xp.cumsum(a.T, axis=1),
     "cumprod_transposed": lambda xp, a: xp.cumprod(a.T, axis=0),
     "round_integers_transposed": lambda xp, a: xp.round(a.astype(numpy.int64).T, 1),  # (PoCL's copy was C-ordered)
+    "round_integers_tens_transposed": lambda xp, a: xp.round(a.astype(numpy.int32).T, -1),
+    # (NumPy's argsort's indices are C-ordered, its sort is laid out as its operand: CuPy's were not)
+    "argsort_columns": lambda xp, a: xp.argsort(a, axis=0, kind="stable"),
+    "argsort_transposed": lambda xp, a: xp.argsort(a.T, axis=1, kind="stable"),
+    "sort_transposed": lambda xp, a: xp.sort(a.T, axis=0),
     # (joins lay out as their operands, C order breaking ties: PoCL's were C-ordered; the fuzz)
     "concatenate_transposed": lambda xp, a: xp.concatenate([a.T, a.T]),
     "concatenate_mixed": lambda xp, a: xp.concatenate([a.T, xp.ones((6, 4))], axis=1),

@@ -18,7 +18,7 @@ from ...kernels import ir
 from ...kernels import order as _order
 from ...kernels import ufuncs as _table
 from ..base import Backend, clip_ufunc, dtype_argument, elements_overlap, native_numeric
-from .compositions import PRODUCT_GUFUNCS, Compositions, numeric_sequence
+from .compositions import _PUT_KEY_LIMIT, PRODUCT_GUFUNCS, Compositions, numeric_sequence
 
 # NumPy functions CuPy implements with NumPy's semantics, by dotted name under numpy.
 # Checked against numpy.testing.overrides in tests/test_registry.py; a name missing from the
@@ -448,13 +448,38 @@ class ArrayModuleBackend(Compositions, Backend):
                 rest = {k: v for k, v in kwargs.items() if k not in ("out", "casting")}
                 out[...] = self._converted(super().call_function(func, args, rest), out.dtype)
                 return out
-        if func in _ACCUMULATIONS and args and self.is_native(args[0]) and args[0].dtype.kind == "f" \
-                and _fperr.current().check:
+        if func in _ACCUMULATIONS and args and self.is_native(args[0]):
+            return self._accumulated(func, args, kwargs)
+        if func in (numpy.sort, numpy.argsort) and args and self.is_native(args[0]) and args[0].ndim > 1:
+            # (NumPy's sort copies its operand in its own layout; its argsort's indices are C-ordered:
+            # CuPy's are laid out as its moved axis left them)
+            result = super().call_function(func, args, kwargs)
+            if not self.is_native(result) or kwargs.get("axis", args[1] if len(args) > 1 else -1) is None:
+                return result
+            if func is numpy.argsort:
+                return result if result.flags.c_contiguous else self.xp.ascontiguousarray(result)
+            return self._laid_out_like(result, args[0])
+        if func is numpy.count_nonzero and args and self.is_native(args[0]) and args[0].dtype.kind == "f":
+            # (CuPy's kernels flush float32 subnormals: 1e-40 counted as zero; NumPy's test is != 0)
+            nonzero = self.apply_ufunc(numpy.not_equal, args[0], 0)
+            return super().call_function(func, (nonzero, *args[1:]), kwargs)
+        return super().call_function(func, args, kwargs)
+
+    def _accumulated(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """cumsum, cumprod and their NaN-skipping forms: CuPy's scan, its result laid out as NumPy's
+        accumulate lays it (as its operand is: CuPy's is C-ordered), and NumPy's errors of it."""
+        a = args[0]
+        checked = a.dtype.kind == "f" and bool(_fperr.current().check)
+        if checked:
             with numpy.errstate(all="ignore"):  # (the emulated backend's NumPy stand-in reports by itself)
                 result = super().call_function(func, args, kwargs)
             self._accumulate_errors(func, args, kwargs, result)
+        else:
+            result = super().call_function(func, args, kwargs)
+        given = dict(zip(("a", "axis", "dtype", "out"), args)) | kwargs
+        if given.get("axis") is None or given.get("out") is not None or a.ndim < 2 or not self.is_native(result):
             return result
-        return super().call_function(func, args, kwargs)
+        return self._laid_out_like(result, a)
 
     def _accumulate_errors(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                            result: Any) -> None:
@@ -521,11 +546,15 @@ class ArrayModuleBackend(Compositions, Backend):
         bounds cross, and flushes subnormals)."""
         if len(args) > 3 or not set(kwargs) <= {"a_min", "a_max", "out"} or not args:
             return None
-        if (len(args) > 1) + ("a_min" in kwargs) + (len(args) > 2) + ("a_max" in kwargs) == 1:
+        bounds = (len(args) > 1) + ("a_min" in kwargs) + (len(args) > 2) + ("a_max" in kwargs)
+        if bounds == 1:
             return None  # (one bound of a_min and a_max alone: NumPy's TypeError, from the call itself)
         a = args[0]
         if not self.is_native(a) or a.dtype.kind not in "biuf":
             return None
+        if bounds == 0:  # (NumPy's clip of no bounds is positive(a): CuPy's requires both)
+            out = kwargs.get("out")
+            return self.apply_ufunc(numpy.positive, a, out=out)
         plan = clip_ufunc(a.dtype, args[1] if len(args) > 1 else kwargs.get("a_min"),
                           args[2] if len(args) > 2 else kwargs.get("a_max"))
         if plan is None:
@@ -682,7 +711,20 @@ class ArrayModuleBackend(Compositions, Backend):
 
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
     def _round(self, a: Any, decimals: int = 0, out: Any = None) -> Any:
-        """NumPy's round of floats (Backend.numpy_round); other dtypes and arguments: CuPy's."""
+        """NumPy's round of floats (Backend.numpy_round) and of integers; other dtypes and
+        arguments: CuPy's. NumPy rounds an integer array to ``decimals`` >= 0 as a copy laid out as
+        ``a`` is (CuPy's is C-ordered), and to negative ``decimals`` through float64, as
+        ``rint(a / 10**-decimals) * 10**-decimals`` converted back by a cast ("invalid value
+        encountered in cast" beyond the type; CuPy's integer arithmetic gives other values there,
+        and wraps int16's -32768 otherwise)."""
+        if a.dtype.kind in "iu" and type(decimals) is int and out is None:
+            if decimals >= 0:
+                return a.copy(order="K")
+            scale = float(10.0 ** -decimals)
+            call = self.apply_ufunc
+            values = call(numpy.multiply, call(numpy.rint, call(numpy.true_divide, a, scale)), scale)
+            fortran = a.flags.f_contiguous and not a.flags.c_contiguous
+            return self.cast_into(self.xp.empty(a.shape, a.dtype, order="F" if fortran else "C"), values)
         if a.dtype.kind != "f" or type(decimals) is not int:
             return self.xp.around(a, decimals, out=out)
         return self.numpy_round(a, decimals, out)
@@ -728,6 +770,11 @@ class ArrayModuleBackend(Compositions, Backend):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {numpy.dtype(dtype)!r} "
                             f"according to the rule {casting!r}")
         target = numpy.dtype(dtype)
+        if a.dtype == numpy.float16 and target.kind in "biu" and _table.is_supported_dtype(target):
+            # (a half converts to an integer as its float does, exactly: the float32 cast kernel,
+            # NumPy's values and its "invalid value encountered in cast"; CuPy's saturates, reports none)
+            a = a.astype(numpy.float32, order=order if order in ("C", "F", "A", "K") else "K")
+            order = "K"
         if a.dtype.kind == "f" and target.kind in "biuf" and target != a.dtype and \
                 _table.is_supported_dtype(a.dtype) and _table.is_supported_dtype(target):
             # CuPy's float -> integer casts saturate (300.0 -> int8 127); NumPy's wrap as the host's
@@ -839,7 +886,31 @@ class ArrayModuleBackend(Compositions, Backend):
                 self._check_value_shape(a, key, value)  # (NumPy's shape error comes before the cast's)
                 value = self._method_astype(value, a.dtype)
         self._check_index_bounds(a, key)
+        last = self._last_writes(a, key, value)
+        if last is not None:
+            key, value = last
         a[key] = value
+
+    def _last_writes(self, a: Any, key: Any, value: Any) -> tuple[Any, Any] | None:
+        """``a[index] = values`` where the index repeats a position and the values differ along it:
+        the positions once each, with the values NumPy's loop writes last there (it writes in index
+        order; CuPy's scatter in any, so another of the values could win). None where nothing
+        repeats that matters (one index, a value the same for every index)."""
+        index = key[0] if type(key) is tuple and len(key) == 1 else key
+        if not (self.is_native(index) and index.dtype.kind in "iu" and index.ndim == 1 and index.size > 1):
+            return None
+        n, k = a.shape[0] if a.ndim else 0, index.size
+        shape = numpy.shape(value)
+        if len(shape) != a.ndim or shape[0] != k or n * k >= _PUT_KEY_LIMIT:
+            return None  # (a value broadcast along the index: every write of a position is the same)
+        xp = self.xp
+        positions = index.astype(numpy.int64)
+        positions = xp.where(positions < 0, positions + n, positions)
+        keys = xp.sort(positions * k + xp.arange(k))  # (unique keys: position-major, then index order)
+        positions, order = keys // k, keys % k
+        last = xp.concatenate((positions[1:] != positions[:-1], xp.ones(1, bool)))
+        values = value if self.is_native(value) else self.from_host(numpy.asarray(value, a.dtype))
+        return positions[last], xp.broadcast_to(values, (k, *a.shape[1:]))[order[last]]
 
     def _check_value_shape(self, a: Any, key: Any, value: Any) -> None:
         """NumPy's ValueError where ``value`` does not broadcast into ``a[key]``, from NumPy's own
