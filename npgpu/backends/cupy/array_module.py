@@ -695,19 +695,24 @@ class ArrayModuleBackend(Compositions, Backend):
         """``value`` (a host scalar) in ``dtype`` as a 0-d host array where it is a float zero with
         its sign set, else None. CuPy's fill writes a zero as a memset (its ``value == 0`` test), so
         -0.0 became +0.0 in full, fill and scalar writes: npgpu writes those itself."""
-        if dtype.kind != "f" or not (type(value) is float or isinstance(value, numpy.floating)) or value != 0 or \
-                not _table.is_supported_dtype(dtype):
+        if dtype.kind not in "fc" or not (type(value) in (float, complex) or isinstance(value, numpy.inexact)) or \
+                value != 0 or not (dtype.kind == "c" or _table.is_supported_dtype(dtype)):
             return None  # (most values, at once: a float zero is the rare case)
         cell = numpy.full((), value, dtype)
-        return cell if cell == 0 and numpy.signbit(cell) else None
+        signed = numpy.signbit(cell.real) or numpy.signbit(cell.imag) if dtype.kind == "c" else numpy.signbit(cell)
+        return cell if cell == 0 and signed else None
 
     def _write_value(self, target: Any, cell: numpy.ndarray) -> None:
         """Every element of native ``target`` set to the 0-d host ``cell`` of its dtype, bits as
         they are (the code generator's copy kernel, the cell broadcast into the target)."""
         dt = target.dtype
+        if not target.size:
+            return
+        if dt.kind == "c":  # (CuPy's elementwise copy of the uploaded cell: a kernel, not a fill's memset)
+            target[...] = self.from_host(cell)
+            return
         graph = self._eager_graph(("astype", dt, dt), lambda: ir.cast_graph(dt, dt))
-        if target.size:
-            self.run_fused(graph, [self.from_host(cell)], [], target.shape, out=target)
+        self.run_fused(graph, [self.from_host(cell)], [], target.shape, out=target)
 
     # -- NumPy's compositions of ufuncs ------------------------------------------------------
     def _round(self, a: Any, decimals: int = 0, out: Any = None) -> Any:
