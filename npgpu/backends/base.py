@@ -7,6 +7,7 @@ anything is launched) and then runs it on its own native arrays.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -366,7 +367,7 @@ class Backend:
             return
         lead = (slice(None),) * axis
         steps = [self.basic_view(result, (*lead, slice(None, -1))), self.basic_view(values, (*lead, slice(1, None)))]
-        graph = _ir.ufunc_graph(ufunc, loop, ("array", "array"), loop[:2], loop[2:], check)
+        graph = _accumulate_step(ufunc, dtype, check)
         launch = _fperr.call_launch(None, state, ("accumulate",))
         self.run_fused(graph, steps, [], steps[0].shape, errors=launch)
         _fperr.launched(self, launch)
@@ -507,3 +508,10 @@ class Backend:
     def random_generator(self, seed: Any) -> Any:
         """A device generator seeded with ``seed`` (whose methods return natives)."""
         raise NotImplementedError
+
+
+@functools.cache
+def _accumulate_step(ufunc: numpy.ufunc, dtype: numpy.dtype, check: int) -> Any:
+    """The one-node graph of an accumulation's step (Backend.report_accumulate), built once."""
+    loop = (dtype,) * 3
+    return _ir.ufunc_graph(ufunc, loop, ("array", "array"), loop[:2], loop[2:], check)
