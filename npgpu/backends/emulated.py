@@ -16,11 +16,53 @@ from . import random_kernels
 from .cupy.array_module import ArrayModuleBackend
 
 
+class _CupyLikeNumpy:
+    """NumPy as the emulated backend's array module, answering as CuPy's own functions do where
+    those were measured to differ from NumPy's on CUDA (an H100, 2026-12-07), so that the CuPy
+    path's corrections of them run, and are tested, here: CuPy lays the results of sort,
+    cumsum, cumprod and round of integers out in C order and argsort's along a moved axis, and
+    its kernels flush float32 subnormals (count_nonzero counts 1e-40 as zero). Everything else is
+    NumPy's."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(numpy, name)
+
+    @staticmethod
+    def sort(a: Any, axis: Any = -1, **kwargs: Any) -> Any:
+        return numpy.ascontiguousarray(numpy.sort(a, axis, **kwargs))
+
+    @staticmethod
+    def argsort(a: Any, axis: Any = -1, **kwargs: Any) -> Any:
+        result = numpy.argsort(a, axis, **kwargs)
+        if axis is None or result.ndim < 2:
+            return result
+        return numpy.moveaxis(numpy.ascontiguousarray(numpy.moveaxis(result, axis, -1)), -1, axis)
+
+    @staticmethod
+    def cumsum(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return numpy.ascontiguousarray(numpy.cumsum(a, *args, **kwargs))
+
+    @staticmethod
+    def cumprod(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return numpy.ascontiguousarray(numpy.cumprod(a, *args, **kwargs))
+
+    @staticmethod
+    def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
+        result = numpy.around(a, decimals, out)
+        return result if out is not None or a.dtype.kind not in "iu" else numpy.ascontiguousarray(result)
+
+    @staticmethod
+    def count_nonzero(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(a, "dtype", None) == numpy.float32:
+            a = numpy.where(numpy.abs(a) < numpy.finfo(numpy.float32).tiny, numpy.float32(0), a)
+        return numpy.count_nonzero(a, *args, **kwargs)
+
+
 class EmulatedBackend(ArrayModuleBackend):
     """CuPy's routing with NumPy arrays as 'device' memory: tests the device path without a GPU."""
 
     name = "emulated"
-    xp = numpy
+    xp = _CupyLikeNumpy()
 
     @staticmethod
     def _pointer(a: Any) -> int:
