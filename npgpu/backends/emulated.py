@@ -174,8 +174,10 @@ class EmulatedBackend(ArrayModuleBackend):
     def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
         return self._held(super().take_positions(native, positions, ndim))
 
-    def from_host(self, array: numpy.ndarray) -> numpy.ndarray:
+    def _upload(self, array: numpy.ndarray) -> numpy.ndarray:
         self._room(array.nbytes)
+        if array.ndim == 0 and array == 0:  # (as cupy.asarray of a 0-d array: a fill, whose zero is a memset)
+            return numpy.zeros((), array.dtype)
         return numpy.array(array, copy=True, order="K")  # (the host array's memory order, as cupy.asarray)
 
     def to_host(self, native: numpy.ndarray) -> numpy.ndarray:

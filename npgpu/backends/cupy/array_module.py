@@ -497,6 +497,19 @@ class ArrayModuleBackend(Compositions, Backend):
         ufunc = numpy.add if func in (numpy.cumsum, numpy.nancumsum) else numpy.multiply
         self.report_accumulate(ufunc, values, result, 0 if axis is None else normalize_axis_index(axis, a.ndim))
 
+    def from_host(self, array: numpy.ndarray) -> Any:
+        """A native copy of host ``array``. A 0-d array goes up as one element's bytes: CuPy's
+        asarray of a 0-d array fills a new one with it, and its fill writes a zero as a memset, so
+        -0.0 arrived as +0.0 (every write of a negative zero uploads such a cell; found by the fuzz
+        on an H100, the cause read in CuPy's _array_default)."""
+        if array.ndim == 0:
+            return self._upload(array.reshape(1)).reshape(())
+        return self._upload(array)
+
+    def _upload(self, array: numpy.ndarray) -> Any:
+        """A native copy of host ``array`` (the array module's own upload)."""
+        raise NotImplementedError
+
     def _joined_in_order(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """concatenate, stack, vstack or hstack laid out in the memory order NumPy gives it
         (kernels/order.join_axes: ``concatenate([a.T, a.T])`` is F-ordered); CuPy's are C-ordered,

@@ -127,13 +127,8 @@ class CupyBackend(Kernels, ArrayModuleBackend):
                     self._stager = _PinnedStager(self.xp)
         return self._stager
 
-    def from_host(self, array: numpy.ndarray) -> Any:
+    def _upload(self, array: numpy.ndarray) -> Any:
         cp = self.xp
-        if array.ndim == 0:
-            # CuPy uploads a 0-d array by filling, and fills a zero with a memset: -0.0 arrived as
-            # +0.0 (every npgpu write of a negative zero went through such a cell; found by the fuzz
-            # on an H100, cause read in CuPy's _array_default). One element's bytes copied instead.
-            return self.from_host(array.reshape(1)).reshape(())
         stager = self._stager_for_size(array.nbytes)
         if stager is None:
             return cp.asarray(array)
