@@ -174,6 +174,16 @@ class EmulatedBackend(ArrayModuleBackend):
     def take_positions(self, native: Any, positions: Any, ndim: int) -> Any:
         return self._held(super().take_positions(native, positions, ndim))
 
+    @staticmethod
+    def _scatter(a: Any, key: Any, value: Any) -> None:
+        # (as CuPy's scatter may: the first of a repeated position's values wins, not NumPy's last)
+        index = key[0] if type(key) is tuple and len(key) == 1 else key
+        if isinstance(index, numpy.ndarray) and index.dtype.kind in "iu" and index.ndim == 1 and \
+                numpy.ndim(value) == a.ndim and numpy.shape(value)[0] == index.size > 1:
+            a[index[::-1]] = numpy.asarray(value)[::-1]
+            return
+        a[key] = value
+
     def _upload(self, array: numpy.ndarray) -> numpy.ndarray:
         self._room(array.nbytes)
         if array.ndim == 0 and array == 0:  # (as cupy.asarray of a 0-d array: a fill, whose zero is a memset)

@@ -907,6 +907,12 @@ class ArrayModuleBackend(Compositions, Backend):
         last = self._last_writes(a, key, value)
         if last is not None:
             key, value = last
+        self._scatter(a, key, value)
+
+    @staticmethod
+    def _scatter(a: Any, key: Any, value: Any) -> None:
+        """``a[key] = value`` by the array module (CuPy's scatter writes a repeated position's
+        values in any order)."""
         a[key] = value
 
     def _last_writes(self, a: Any, key: Any, value: Any) -> tuple[Any, Any] | None:
