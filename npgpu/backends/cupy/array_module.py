@@ -900,10 +900,15 @@ class ArrayModuleBackend(Compositions, Backend):
             if isinstance(value, numpy.generic):  # (as NumPy's index assignment casts it: an array's cast)
                 value = numpy.asarray(value).astype(a.dtype)[()]
             elif self.is_native(value):
-                self._check_index_bounds(a, key)
-                self._check_value_shape(a, key, value)  # (NumPy's shape error comes before the cast's)
-                value = self._method_astype(value, a.dtype)
+                self._check_index_bounds(a, key)  # (once: NumPy's index errors, then its shape error, then the cast's)
+                self._check_value_shape(a, key, value)
+                self._scatter_last(a, key, self._method_astype(value, a.dtype))
+                return
         self._check_index_bounds(a, key)
+        self._scatter_last(a, key, value)
+
+    def _scatter_last(self, a: Any, key: Any, value: Any) -> None:
+        """``a[key] = value`` (its bounds already checked), a repeated position's last value written (_last_writes)."""
         last = self._last_writes(a, key, value)
         if last is not None:
             key, value = last

@@ -348,7 +348,7 @@ class Reductions(Backend):
                 raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
         if nan_to is not None and a.dtype.kind == "f" and _fperr.current().check & \
                 _table.cast_error_categories(a.dtype, acc):  # (nansum(dtype=int): NaN counts as nan_to first)
-            a, nan_to = self.where(self.ufunc_call(numpy.isnan, (a,)), a.dtype.type(nan_to), a), None
+            a, nan_to = self._nan_as(a, nan_to), None
         if nan_to is None:
             a = self._converted_first(a, acc)
         b = ir.GraphBuilder()
