@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 
 import numpy
 import pytest
@@ -32,7 +33,10 @@ from npgpu.lazy import materialize as lazy
 def planned(monkeypatch):
     """Whether each write that found a kept plan could take it (the road under test), in order.
     Residency's moves are kept out (they could put an array on the host mid-loop: a write that
-    takes another road)."""
+    takes another road), and the test starts from empty tables of plans and marks (the suite's
+    earlier writes could fill the marks' table: its clearing mid-loop delays a plan a write)."""
+    monkeypatch.setattr(lazy, "_PLANS", {})
+    monkeypatch.setattr(lazy, "_MARKS", {})
     monkeypatch.setattr(_residency, "SHARE", float("inf"))
     monkeypatch.setattr(_residency, "FLOOR", float("inf"))
     hits: list[bool] = []
@@ -85,6 +89,24 @@ def test_a_loop_of_stencil_statements_is_numpys(xp, planned):
         _step(ex, ey, hz)
     if _device(xp, ex):
         assert sum(planned) >= 8, "the iterations after the second took their plans (the first marks, the second plans)"
+    return ex, ey, hz
+
+
+@differential()
+def test_marks_of_targets_gone_make_room_without_clearing_a_loops_marks(xp, planned):
+    # a full table of marks whose targets are gone (earlier loops'): the loop's first iteration
+    # marks, and its marks stay until the second plans
+    class Target:
+        pass
+
+    for i in range(lazy._PLANS_MAX - 2):
+        lazy._MARKS[(i, i)] = weakref.ref(Target())
+    ex, ey, hz = _arrays(xp, 12, 9)
+    for _ in range(4):
+        _step(ex, ey, hz)
+    if _device(xp, ex):
+        assert sum(planned) >= 8, "every statement planned at its second write"
+        assert len(lazy._MARKS) <= 4, "the dead marks were dropped"
     return ex, ey, hz
 
 
