@@ -3,7 +3,7 @@
 Each workload receives its data as host arrays handed in through ``xp.asarray`` (as data a script
 loaded) and leaves every placement decision to npgpu: these measure placement and the cost of
 device operations in loops, not one kernel. The kinds follow the NPBench kernels that did not
-speed up: an iterated stencil on a mid-sized array, a time-stepping loop of small operations, a
+speed up: an iterated stencil on a mid-sized array (2-D and 3-D), a time-stepping loop of small operations, a
 solve with a Python loop over rows, a loop of scalar reads and writes, a window loop whose
 small host weights feed every pixel, a batch norm whose result a window loop reads at every
 pixel, an escape loop whose masks narrow its arrays and whose
@@ -30,6 +30,20 @@ def stencil_2d(xp: Any, a: Any, b: Any, steps: int) -> Any:
     for _ in range(steps):
         b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
         a[1:-1, 1:-1] = 0.2 * (b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1] + b[:-2, 1:-1])
+    return a
+
+
+def stencil_3d(a: Any, b: Any, steps: int) -> Any:
+    """Iterations of a seven-point heat stencil on a cube, each statement one expression of 3-D views."""
+    for _ in range(steps):
+        b[1:-1, 1:-1, 1:-1] = a[1:-1, 1:-1, 1:-1] + 0.125 * (
+            a[2:, 1:-1, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1]
+            + a[1:-1, 2:, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
+            + a[1:-1, 1:-1, 2:] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, 1:-1, :-2])
+        a[1:-1, 1:-1, 1:-1] = b[1:-1, 1:-1, 1:-1] + 0.125 * (
+            b[2:, 1:-1, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[:-2, 1:-1, 1:-1]
+            + b[1:-1, 2:, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, :-2, 1:-1]
+            + b[1:-1, 1:-1, 2:] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, 1:-1, :-2])
     return a
 
 
@@ -226,6 +240,23 @@ class TimeStencil2D(BackendBenchmark):
         self.finish(stencil_2d(self.xp, a, b, 20))
 
 
+class TimeStencil3D(BackendBenchmark):
+    """An iterated seven-point stencil on a 5.5 MB cube (88 x 88 x 88 float64), 10 sweeps of two:
+    strided 3-D views, each statement one fused kernel where the cube is on the device."""
+
+    params = [BACKENDS]
+    timeout = 300
+
+    def setup(self, backend: str) -> None:
+        self.setup_backend(backend)
+        self.host = random_array((88, 88, 88), seed=15)
+
+    def time_stencil(self, backend: str) -> None:
+        a = self.xp.asarray(self.host.copy())
+        b = self.xp.asarray(self.host.copy())
+        self.finish(stencil_3d(a, b, 10))
+
+
 class TimeTimeStepping(BackendBenchmark):
     """400 steps of a small explicit integrator (4 000 elements) with a scalar check every 25."""
 
@@ -330,6 +361,8 @@ STATEMENTS = {
     "inplace": "x -= y",
     "stencil": "x[1:, :] -= 0.5 * (y[1:, :] - y[:-1, :])",
     "strided_stencil": "x[:-1, :-1] -= 0.7 * (y[:-1, 1:] - y[:-1, :-1] + y[1:, :-1] - y[:-1, :-1])",
+    "cube_stencil": "w[1:-1, 1:-1, 1:-1] = 0.125 * (z[2:, 1:-1, 1:-1] + z[:-2, 1:-1, 1:-1] + z[1:-1, 2:, 1:-1]"
+                    " + z[1:-1, :-2, 1:-1] + z[1:-1, 1:-1, 2:] + z[1:-1, 1:-1, :-2]) + 0.25 * z[1:-1, 1:-1, 1:-1]",
     "copied_stencil": "c = y.copy(); x[1:-1, 1:-1] = 0.25 * (c[1:-1, 2:] + c[1:-1, :-2] + c[2:, 1:-1] + c[:-2, 1:-1])",
     "broadcast": "x[...] = y * b + 1.0",
     "scalar_write": "x[3, 4] = 1.5",
@@ -349,7 +382,8 @@ class TimeStatementCost(BackendBenchmark):
     """CPU microseconds per loop-body statement on device arrays of 200 x 200 (threshold 0): a view
     taken again (kept by the array: C's road where the extension is built), an in-place update, an
     in-place stencil of views (one fused kernel), one of strided views (fdtd_2d's ``hz`` update: the
-    strided kernel), a stencil of a copy made each time written into a view (cavity_flow's pressure
+    strided kernel), a seven-point stencil of 3-D views of a 40 x 40 x 40 cube (heat_3d's: the
+    strided kernel in three dimensions), a stencil of a copy made each time written into a view (cavity_flow's pressure
     iteration: its leaves are new arrays every time), an expression broadcasting a row into a
     whole-array write (mlp's ``x @ w + b``: the strided kernel too), a scalar write and read, a
     whole-array sum read back, a row copied into a column (correlation's), a column computed from the
@@ -374,6 +408,8 @@ class TimeStatementCost(BackendBenchmark):
         self.setup_backend(backend, pinned=True, threshold=0)
         self.scope = {"x": self.xp.asarray(random_array(40_000, seed=9).reshape(200, 200)),
                       "y": self.xp.asarray(random_array(40_000, seed=10).reshape(200, 200))}
+        self.scope["z"] = self.xp.asarray(random_array(64_000, seed=16).reshape(40, 40, 40))
+        self.scope["w"] = self.xp.asarray(random_array(64_000, seed=17).reshape(40, 40, 40))
         self.scope["m"] = self.scope["y"] > 0.5
         self.scope["b"] = self.xp.asarray(random_array(200, seed=11))
         self.scope["w3"] = random_array(4_800, seed=12).reshape(3, 200, 8)  # (a host array, as resnet's weights)
