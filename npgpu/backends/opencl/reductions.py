@@ -19,13 +19,18 @@ from .launch import _scalar_value
 from .routing import implements
 
 
-def _reduction_errors(op: str, acc: numpy.dtype) -> tuple[_fperr.Launch | None, int]:
-    """A user's sum or product reports overflow and invalid values as NumPy's reduce does
-    ("overflow encountered in reduce"): the launch's report and map_reduce's reduce_check."""
+def _reduction_check(op: str, acc: numpy.dtype, state: Any) -> int:
+    """What a user's sum or product checks under ``state`` (map_reduce's reduce_check): overflow
+    and invalid values, as NumPy's reduce reports them ("overflow encountered in reduce")."""
     if op not in ("add", "multiply") or acc.kind not in "fc":
-        return None, 0
+        return 0
+    return state.check & (_table.OVER | _table.INVALID)
+
+
+def _reduction_errors(op: str, acc: numpy.dtype) -> tuple[_fperr.Launch | None, int]:
+    """The launch's report and map_reduce's reduce_check of a user's sum or product (_reduction_check)."""
     state = _fperr.current()
-    check = state.check & (_table.OVER | _table.INVALID)
+    check = _reduction_check(op, acc, state)
     return (_fperr.call_launch(None, state, ("reduce",)), check) if check else (None, 0)
 
 
@@ -466,7 +471,8 @@ class Reductions(Backend):
         # NumPy's steps, each reporting its errors as NumPy's does: the deviations ("invalid value
         # encountered in subtract" where the mean is an infinity of the values), their squares
         # ("overflow encountered in square"), and their sum ("... in reduce")
-        launch, check = _reduction_errors("add", acc)
+        state = _fperr.current()
+        check = _reduction_check("add", acc, state)
         key = ("var", a.dtype, acc, check)
         graph = self._graphs.get(key)
         if graph is None:
@@ -478,8 +484,8 @@ class Reductions(Backend):
             squares = b.apply(numpy.square, (acc,) * 2, d, check=check & _table.error_categories(numpy.square,
                                                                                                 (acc,) * 2))[0]
             graph = self._graphs[key] = b.build([squares])
-        if graph.error_nodes:
-            launch = _fperr.call_launch(graph, _fperr.current(), ("reduce",))
+        launch = (_fperr.call_launch(graph if graph.error_nodes else None, state, ("reduce",))
+                  if graph.error_nodes or check else None)
         total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape, launch, check)
         if launch is not None:
             _fperr.launched(self, launch)
