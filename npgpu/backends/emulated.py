@@ -22,7 +22,7 @@ class _CupyLikeNumpy:
     path's corrections of them run, and are tested, here: CuPy lays the results of sort,
     cumsum, cumprod and round of integers out in C order and argsort's along a moved axis, and
     its kernels flush float32 subnormals (count_nonzero counts 1e-40 as zero). Everything else is
-    NumPy's."""
+    NumPy's (the backend's own hooks imitate the rest: 0-d uploads, fills and scatters)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(numpy, name)
@@ -183,6 +183,13 @@ class EmulatedBackend(ArrayModuleBackend):
             a[index[::-1]] = numpy.asarray(value)[::-1]
             return
         a[key] = value
+
+    @staticmethod
+    def _fill(native: Any, value: Any) -> None:
+        # (as CuPy's ndarray.fill: a zero into C-contiguous memory is a memset, so -0.0 lands as +0.0)
+        if native.flags.c_contiguous and native.dtype.kind in "fc" and numpy.ndim(value) == 0 and value == 0:
+            value = 0
+        native.fill(value)
 
     def _upload(self, array: numpy.ndarray) -> numpy.ndarray:
         self._room(array.nbytes)

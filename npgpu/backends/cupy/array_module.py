@@ -817,7 +817,13 @@ class ArrayModuleBackend(Compositions, Backend):
                 self._write_value(a, zero)
                 return
             value = probe[()]
-        a.fill(value)
+        self._fill(a, value)
+
+    @staticmethod
+    def _fill(native: Any, value: Any) -> None:
+        """``native``'s fill by the array module (CuPy's writes a zero into C-contiguous memory as
+        a memset: +0.0 whatever the zero's sign, which _negative_zero's callers write themselves)."""
+        native.fill(value)
 
     @staticmethod
     def _method_view(a: Any, *args: Any, **kwargs: Any) -> Any:
@@ -828,7 +834,7 @@ class ArrayModuleBackend(Compositions, Backend):
         if zero is not None:
             self._write_value(view, zero)
         else:
-            view.fill(value)
+            self._fill(view, value)
 
     def basic_view(self, native: Any, key: Any) -> Any:
         view = native[key]  # (a basic key: nothing for _check_index_bounds to catch)
