@@ -111,6 +111,23 @@ def test_marks_of_targets_gone_make_room_without_clearing_a_loops_marks(xp, plan
 
 
 @differential()
+def test_a_sweep_over_more_new_views_than_the_marks_table_holds_leaves_other_plans(xp, planned):
+    # adi's and deriche's shape: each iteration a stencil, then a sweep writing more new column
+    # views than the marks' table holds. The views' marks die with them; were the table cleared
+    # instead, the stencil's mark would be gone at each of its writes and it would never plan.
+    a, b = _arrays(xp, 12, 12, n=2)
+    x, y = _arrays(xp, 4, lazy._PLANS_MAX + 8, n=2, seed=5)
+    for _ in range(4):
+        b[1:-1, 1:-1] = 0.25 * (a[1:-1, 2:] + a[1:-1, :-2] + a[2:, 1:-1] + a[:-2, 1:-1])
+        for j in range(2, y.shape[1]):
+            y[:, j] = 0.5 * x[:, j] + 0.25 * y[:, j - 1] - 0.125 * y[:, j - 2]
+        a[1:-1, 1:-1] = 0.25 * (b[1:-1, 2:] + b[1:-1, :-2] + b[2:, 1:-1] + b[:-2, 1:-1])
+    if _device(xp, a):
+        assert planned.count(True) >= 4, "both stencils planned in the iterations after the second"
+    return a, b, y
+
+
+@differential()
 def test_a_copy_made_each_iteration_feeds_a_planned_write(xp, planned):
     p, b = _arrays(xp, 20, 20, n=2)
     for _ in range(4):
