@@ -112,7 +112,7 @@ def test_marks_of_targets_gone_make_room_without_clearing_a_loops_marks(xp, plan
 
 @differential()
 def test_a_sweep_over_more_new_views_than_the_marks_table_holds_leaves_other_plans(xp, planned):
-    # adi's and deriche's shape: each iteration a stencil, then a sweep writing more new column
+    # each iteration a stencil, then a sweep (adi's and deriche's kind) writing more new column
     # views than the marks' table holds. The views' marks die with them; were the table cleared
     # instead, the stencil's mark would be gone at each of its writes and it would never plan.
     a, b = _arrays(xp, 12, 12, n=2)
