@@ -60,6 +60,10 @@ ZERO_SIGN_FREE = ("fmax", "fmin")
 INEXACT1 = ("exp", "log", "sin", "cos", "tanh", "arctan", "log1p", "expm1", "cbrt", "sinh", "cosh", "tan", "arcsin",
             "arccos", "arcsinh", "arctanh", "log2", "log10", "exp2", "deg2rad")
 INEXACT2 = ("power", "arctan2", "hypot", "logaddexp", "float_power")
+#: not correctly rounded in complex dtypes, and NumPy's own loops round them differently: its AVX-512
+#: loops fuse the multiply-adds of a complex product, its scalar loop (an operand that overlaps the
+#: output, a[:-1] *= a[1:]) does not, an ulp apart: complex results compared as INEXACT values are
+COMPLEX_ROUNDED = ("multiply", "true_divide", "square", "reciprocal")
 #: how far a value is compared: bit for bit; within a few ulp (a transcendental's, or an order of
 #: additions of its own made it); not at all (it comes from a conversion C leaves undefined)
 EXACT, INEXACT, UNDEFINED = 0, 1, 2
@@ -248,16 +252,20 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             name, i, j = statement[1:]
             result = getattr(xp, name)(env[i], env[j])
             taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], inexact[j],
+                        _complex_rounding(name, env[i], env[j]),
+                        xp is numpy and _amplified(name, env[i], env[j], inexact[i], inexact[j]),
                         UNDEFINED * (xp is numpy and name == "copysign" and _has_nan(env[j])))
         elif kind == "scalar2":
             name, i, s, flipped = statement[1:]
             result = getattr(xp, name)(s, env[i]) if flipped else getattr(xp, name)(env[i], s)
-            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i],
+            taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], _complex_rounding(name, env[i], s),
+                        xp is numpy and (_amplified(name, s, env[i], EXACT, inexact[i]) if flipped
+                                         else _amplified(name, env[i], s, inexact[i], EXACT)),
                         UNDEFINED * (xp is numpy and name == "copysign" and flipped and _has_nan(env[i])))
         elif kind == "ufunc1":
             name, i = statement[1:]
             result = getattr(xp, name)(env[i])
-            taint = max(INEXACT * (name in INEXACT1), inexact[i],
+            taint = max(INEXACT * (name in INEXACT1), inexact[i], _complex_rounding(name, env[i]),
                         UNDEFINED * (xp is numpy and name == "signbit" and _has_nan(env[i])))
         elif kind == "reduce":
             name, i, axis = statement[1:]
@@ -301,7 +309,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
                 a &= env[j]
             else:
                 xp.maximum(a, env[j], out=a)
-            inexact[i] = max(inexact[i], inexact[j])
+            inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, env[j]))
         elif kind == "write_basic":
             i, key, value, is_slot = statement[1:]
             env[i][key] = env[value] if is_slot else value
@@ -360,6 +368,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             a = env[i]
             target, source = (a[..., 1:], a[..., :-1]) if forward else (a[..., :-1], a[..., 1:])
             getattr(xp, name)(target, source, out=target)  # (NumPy reads the source as it was: a copy)
+            inexact[i] = max(inexact[i], _complex_rounding(name, a))
         elif kind == "write_values":
             i, index, j = statement[1:]
             a, v = env[i], env[j]
@@ -381,17 +390,19 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             if how == "rebind":  # x = f(x, b), each pass a new array
                 for _ in range(reps):
                     a = f(a, b)
-                result, taint = a, max(inexact[i], inexact[j])
+                result, taint = a, max(inexact[i], inexact[j], _complex_rounding(name, a, b))
             elif how == "accumulate":  # a = f(a, b) in place, as a += b is
                 for _ in range(reps):
                     f(a, b, out=a)
-                inexact[i] = max(inexact[i], inexact[j])
+                inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, b))
             elif how == "recurrence":  # element by element along the last axis, as a row loop writes
+                inexact[i] = max(inexact[i], _complex_rounding(name, a))
                 for k in range(1, min(reps, a.shape[-1])):
                     a[..., k] = value = f(a[..., k - 1], a[..., k])
                     if xp is numpy and _undefined_conversion(value, a.dtype):  # (x / 0 into integers)
                         inexact[i] = UNDEFINED
             else:  # a stencil of views written back
+                inexact[i] = max(inexact[i], _complex_rounding(name, a))
                 for _ in range(reps):
                     a[..., 1:-1] = value = f(a[..., :-2], a[..., 2:])
                     if xp is numpy and _undefined_conversion(value, a.dtype):
@@ -409,6 +420,23 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         result = type(exc)
     env.append(result)
     inexact.append(taint)
+
+
+def _amplified(name: str, base: Any, exponent: Any, base_taint: int, exponent_taint: int) -> int:
+    """UNDEFINED where a power's result is compared though its error may pass the INEXACT bound:
+    a base a few ulp off raised to an exponent beyond 8 (NumPy: 7.1951876 ** 166, npgpu's base an
+    ulp of float32 lower, 1.1e-5 apart), or an exponent a few ulp off. A power of exact operands,
+    or an inexact base to a small exact exponent, is still compared."""
+    if name not in ("power", "float_power") or not (base_taint or exponent_taint):
+        return EXACT
+    with numpy.errstate(all="ignore"):
+        small = numpy.all(numpy.abs(numpy.asarray(exponent, dtype=float)) <= 8)
+    return UNDEFINED if exponent_taint or not small else EXACT
+
+
+def _complex_rounding(name: str, *operands: Any) -> int:
+    """INEXACT where ``name`` computes complex values NumPy rounds by loop (COMPLEX_ROUNDED)."""
+    return INEXACT * (name in COMPLEX_ROUNDED and any(numpy.iscomplexobj(x) for x in operands))
 
 
 def _reshaped(xp: Any, name: str, a: Any, axis: int | None, s: Any) -> Any:
