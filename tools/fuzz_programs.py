@@ -256,6 +256,8 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], inexact[j],
                         _complex_rounding(name, env[i], env[j]),
                         xp is numpy and _amplified(name, env[i], env[j], inexact[i], inexact[j]),
+                        xp is numpy and max(_reads_zero_signs(name, env[i], inexact[i]),
+                                            _reads_zero_signs(name, env[j], inexact[j])),
                         UNDEFINED * (xp is numpy and name == "copysign" and _has_nan(env[j])))
         elif kind == "scalar2":
             name, i, s, flipped = statement[1:]
@@ -263,11 +265,13 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             taint = max(INEXACT * (name in INEXACT2 + ZERO_SIGN_FREE), inexact[i], _complex_rounding(name, env[i], s),
                         xp is numpy and (_amplified(name, s, env[i], EXACT, inexact[i]) if flipped
                                          else _amplified(name, env[i], s, inexact[i], EXACT)),
+                        xp is numpy and _reads_zero_signs(name, env[i], inexact[i]),
                         UNDEFINED * (xp is numpy and name == "copysign" and flipped and _has_nan(env[i])))
         elif kind == "ufunc1":
             name, i = statement[1:]
             result = getattr(xp, name)(env[i])
             taint = max(INEXACT * (name in INEXACT1), inexact[i], _complex_rounding(name, env[i]),
+                        xp is numpy and _reads_zero_signs(name, env[i], inexact[i]),
                         UNDEFINED * (xp is numpy and name == "signbit" and _has_nan(env[i])))
         elif kind == "reduce":
             name, i, axis = statement[1:]
@@ -297,6 +301,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         elif kind == "inplace":
             name, i, j = statement[1:]
             a = env[i]
+            signs = xp is numpy and _reads_zero_signs(name, env[j], inexact[j])
             if name == "add":
                 a += env[j]
             elif name == "subtract":
@@ -311,7 +316,7 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
                 a &= env[j]
             else:
                 xp.maximum(a, env[j], out=a)
-            inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, env[j]))
+            inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, env[j]), signs)
         elif kind == "write_basic":
             i, key, value, is_slot = statement[1:]
             env[i][key] = env[value] if is_slot else value
@@ -389,22 +394,23 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
         elif kind == "loop":
             how, name, i, j, reps = statement[1:]
             a, b, f = env[i], env[j], getattr(xp, name)
+            signs = xp is numpy and max(_reads_zero_signs(name, a, inexact[i]), _reads_zero_signs(name, b, inexact[j]))
             if how == "rebind":  # x = f(x, b), each pass a new array
                 for _ in range(reps):
                     a = f(a, b)
-                result, taint = a, max(inexact[i], inexact[j], _complex_rounding(name, a, b))
+                result, taint = a, max(inexact[i], inexact[j], _complex_rounding(name, a, b), signs)
             elif how == "accumulate":  # a = f(a, b) in place, as a += b is
                 for _ in range(reps):
                     f(a, b, out=a)
-                inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, b))
+                inexact[i] = max(inexact[i], inexact[j], _complex_rounding(name, a, b), signs)
             elif how == "recurrence":  # element by element along the last axis, as a row loop writes
-                inexact[i] = max(inexact[i], _complex_rounding(name, a))
+                inexact[i] = max(inexact[i], _complex_rounding(name, a), signs)
                 for k in range(1, min(reps, a.shape[-1])):
                     a[..., k] = value = f(a[..., k - 1], a[..., k])
                     if xp is numpy and _undefined_conversion(value, a.dtype):  # (x / 0 into integers)
                         inexact[i] = UNDEFINED
             else:  # a stencil of views written back
-                inexact[i] = max(inexact[i], _complex_rounding(name, a))
+                inexact[i] = max(inexact[i], _complex_rounding(name, a), signs)
                 for _ in range(reps):
                     a[..., 1:-1] = value = f(a[..., :-2], a[..., 2:])
                     if xp is numpy and _undefined_conversion(value, a.dtype):
@@ -434,6 +440,21 @@ def _amplified(name: str, base: Any, exponent: Any, base_taint: int, exponent_ta
     with numpy.errstate(all="ignore"):
         small = numpy.all(numpy.abs(numpy.asarray(exponent, dtype=float)) <= 8)
     return UNDEFINED if exponent_taint or not small else EXACT
+
+
+#: functions whose result follows the sign of a zero operand (x / -0.0 is -inf): where that
+#: operand is INEXACT (a sort's or a sum's ±0 ties, whose signs are not compared) and holds a zero,
+#: their results are not compared (UNDEFINED)
+ZERO_SIGN_READERS = ("true_divide", "floor_divide", "remainder", "fmod", "reciprocal", "arctan2", "power",
+                     "float_power", "copysign")
+
+
+def _reads_zero_signs(name: str, operand: Any, taint: int) -> int:
+    """UNDEFINED where ``name`` reads the sign of an INEXACT ``operand``'s zeros (ZERO_SIGN_READERS)."""
+    if name not in ZERO_SIGN_READERS or taint != INEXACT:
+        return EXACT
+    with numpy.errstate(all="ignore"):
+        return UNDEFINED if numpy.any(numpy.asarray(operand) == 0) else EXACT
 
 
 def _complex_rounding(name: str, *operands: Any) -> int:
