@@ -187,8 +187,9 @@ class EmulatedBackend(ArrayModuleBackend):
     @staticmethod
     def _fill(native: Any, value: Any) -> None:
         # (as CuPy's ndarray.fill: a zero into C-contiguous memory is a memset, so -0.0 lands as +0.0)
-        if native.flags.c_contiguous and native.dtype.kind in "fc" and numpy.ndim(value) == 0 and value == 0:
-            value = 0
+        if native.flags.c_contiguous and (type(value) in (float, complex) or isinstance(value, numpy.inexact)) \
+                and value == 0:
+            value = native.dtype.type(0)
         native.fill(value)
 
     def _upload(self, array: numpy.ndarray) -> numpy.ndarray:

@@ -480,10 +480,12 @@ def _keep_plan(state: _GraphState, graph: Graph, native: Any, backend: Any,
         if len(_MARKS) >= _PLANS_MAX:
             # marks of targets gone first (a finished loop's); where the live ones still fill the
             # table, all in one step (marks are cheap to make again: a plan comes one write later)
-            for old in [old for old, ref in _MARKS.items() if ref() is None]:
-                _MARKS.pop(old, None)
-            if len(_MARKS) >= _PLANS_MAX:
-                _MARKS.clear()
+            with _PLANS_LOCK:  # (one thread prunes; the snapshot: other threads add marks meanwhile)
+                for old, ref in list(_MARKS.items()):
+                    if ref() is None:
+                        _MARKS.pop(old, None)
+                if len(_MARKS) >= _PLANS_MAX:
+                    _MARKS.clear()
         _MARKS[key] = mark
         return
     if reads is None and (reads := _leaf_reads(state, native, backend)) is None:
