@@ -495,3 +495,22 @@ def test_strided_chunks_starting_mid_row_match_numpy(cl, ndim):
     assert got_raised == want_raised
     for g, w in zip(got, want):
         numpy.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_launches_of_one_shape_over_other_layouts_each_get_their_own_geometry(cl):
+    """An elementwise launch keeps its geometry by its operands' layouts (shape, strides, offset,
+    dtype): views of one shape at other offsets, strides and dtypes, launched one after another
+    through the same graph, each read their own elements, as NumPy does."""
+    import npgpu
+
+    host = numpy.arange(24 * 24, dtype=numpy.float64).reshape(24, 24) * 0.5
+    views = [lambda a: a[::2, ::2], lambda a: a[1::2, ::2], lambda a: a[::2, 1::2],
+             lambda a: a[::2, ::2].T, lambda a: a[:12, :12], lambda a: a[12:, 12:][::-1]]
+    with npgpu.enable("opencl", threshold=0):
+        device = npgpu.asarray(host)
+        small = npgpu.asarray(host.astype(numpy.float32))
+        for _ in range(2):  # (the second pass takes the kept geometries)
+            for view in views:
+                numpy.testing.assert_array_equal(npgpu.asnumpy(view(device) * 3.0 + 1.0), view(host) * 3.0 + 1.0)
+                numpy.testing.assert_array_equal(npgpu.asnumpy(view(small) * 3.0 + 1.0),
+                                                 view(host.astype(numpy.float32)) * 3.0 + 1.0)

@@ -122,6 +122,8 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
         #: chunked launches of eligible float graphs compute in OpenCL vector types (see codegen.vector_width)
         self.vectorize = True
         self._kernels: OrderedDict[Any, Any] = OrderedDict()
+        #: elementwise launch geometries by their operands' layouts (Elementwise._geometry)
+        self._geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: Guards what threads share here: launches (a kernel's arguments), the kernel cache, the
         #: memory pool and the recycling of host memory (reentrant: a collection that a lock holder
         #: triggers may free buffers, whose weakref callbacks only append to _retired, but stay safe if not)

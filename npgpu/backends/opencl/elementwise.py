@@ -50,6 +50,10 @@ def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:
 
 
 
+#: elementwise launch geometries kept per backend (cleared when full: a loop's are made again at once)
+_GEOMETRIES_MAX = 512
+
+
 class Elementwise(Backend):
     """Elementwise kernels: ufunc calls, casts and copies, where, clip."""
 
@@ -68,15 +72,52 @@ class Elementwise(Backend):
         what the graph's floating-point error flags report (see npgpu/_fperr.py).
         """
         shape = outputs[0].shape
-        n = math.prod(shape)
+        arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
+        # (a loop's statement launches the same layouts every iteration: their geometry is kept)
+        key = (shape, len(inputs), *[(a.shape, a.strides, a.offset, a.dtype) for a in arrays])
+        geometry = self._geometries.get(key)
+        if geometry is None:
+            geometry = self._geometry(shape, arrays, len(inputs))
+            if len(self._geometries) >= _GEOMETRIES_MAX:
+                self._geometries.clear()
+            self._geometries[key] = geometry
+        n, ndim, contiguous, chunk, big, offsets, tail = geometry
         if n == 0:
             return
-        arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
+        # CPUs: contiguous float graphs of plain arithmetic and math builtins run in vector types
+        vector = codegen.vector_width(graph) if chunk and contiguous and where is None and self.vectorize else 0
+        # a chunk whose output overwrites an input can't be computed again to look for its errors
+        inline_errors = bool(graph.error_nodes) and any(a.data is o.data for a in inputs for o in outputs)
+        layout = codegen.Layout(ndim, contiguous, index64=big, where=where is not None, chunked=chunk > 0,
+                                vector=vector, inline_errors=inline_errors)
+        kernel = self._build(("ew", ir.canonical(graph), layout), lambda: codegen.elementwise(graph, layout, "opencl"))
+        args: list[Any] = []
+        for a, offset in zip(arrays, offsets, strict=True):
+            args.append(a.data)
+            args.append(offset)
+        for value, dt in zip(scalars, graph.scalars, strict=True):
+            v = _scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value))
+            args.append(numpy.float32(v) if dt == numpy.float16 else v)  # (a float16 is computed on as a float)
+        args += tail
+        if graph.error_nodes:
+            args += self._error_arguments(graph, errors, numpy.int64 if big else numpy.int32)
+        if chunk:
+            ls = self.chunk_local_size
+            items = -(-n // chunk)
+            self._enqueue(kernel, (-(-items // ls) * ls,), (ls,), args)
+        else:
+            self._launch(kernel, n, args)
+
+    def _geometry(self, shape: tuple[int, ...], arrays: list[CLArray], n_inputs: int) -> tuple[Any, ...]:
+        """(n, dimensions, contiguous, chunk, 64-bit indexing, each array's offset argument, the
+        arguments after the scalars) of an elementwise launch over ``arrays`` (inputs, outputs, the
+        where-mask) of the outputs' ``shape``: what depends on their layouts alone."""
+        n = math.prod(shape)
         strides = [_broadcast_strides(a, shape) for a in arrays]
-        if len(shape) > 1 and not outputs[0].c_contiguous:  # (walk the elements in the first output's
-            # memory order: a.T * 2's result is laid out as a.T is, NumPy's order, and both then read
-            # and write one contiguous run)
-            written = strides[len(inputs)]
+        if len(shape) > 1 and not arrays[n_inputs].c_contiguous:  # (walk the elements in the first
+            # output's memory order: a.T * 2's result is laid out as a.T is, NumPy's order, and both
+            # then read and write one contiguous run)
+            written = strides[n_inputs]
             order = sorted(range(len(shape)), key=lambda d: -abs(written[d]))
             if order != list(range(len(shape))):
                 shape = tuple(shape[d] for d in order)
@@ -88,38 +129,18 @@ class Elementwise(Backend):
         )
         # CPUs (PoCL): a contiguous run of elements per work-item measured 2-3x faster than one
         # element per work-item; GPUs: one element per work-item.
-        chunk = self._chunk(n) if self.is_cpu and self.chunk_local_size else 0
-        big = max(n + chunk * self.chunk_local_size, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
-        # CPUs: contiguous float graphs of plain arithmetic and math builtins run in vector types
-        vector = codegen.vector_width(graph) if chunk and contiguous and where is None and self.vectorize else 0
-        # a chunk whose output overwrites an input can't be computed again to look for its errors
-        inline_errors = bool(graph.error_nodes) and any(a.data is o.data for a in inputs for o in outputs)
-        layout = codegen.Layout(len(cshape), contiguous, index64=big, where=where is not None, chunked=chunk > 0,
-                                vector=vector, inline_errors=inline_errors)
-        kernel = self._build(("ew", ir.canonical(graph), layout), lambda: codegen.elementwise(graph, layout, "opencl"))
+        chunk = self._chunk(n) if self.is_cpu and self.chunk_local_size and n else 0
+        big = n > 0 and max(n + chunk * self.chunk_local_size, max(_span(a)[1] for a in arrays)) >= 2**31 - 1
         it = numpy.int64 if big else numpy.int32
-        args: list[Any] = []
-        for a in arrays:
-            args.append(a.data)
-            args.append(it(a.offset // a.itemsize if contiguous else a.offset))
-        for value, dt in zip(scalars, graph.scalars, strict=True):
-            v = _scalar_value(value, dt) if dt.kind != "b" else numpy.uint8(bool(value))
-            args.append(numpy.float32(v) if dt == numpy.float16 else v)  # (a float16 is computed on as a float)
-        args.append(it(n))
+        offsets = tuple(it(a.offset // a.itemsize if contiguous else a.offset) for a in arrays)
+        tail = [it(n)]
         if chunk:
-            args.append(it(chunk))
+            tail.append(it(chunk))
         if not contiguous:
-            args.extend(it(d) for d in cshape)
+            tail.extend(it(d) for d in cshape)
             for st in cstrides:
-                args.extend(it(s) for s in st)
-        if graph.error_nodes:
-            args += self._error_arguments(graph, errors, it)
-        if chunk:
-            ls = self.chunk_local_size
-            items = -(-n // chunk)
-            self._enqueue(kernel, (-(-items // ls) * ls,), (ls,), args)
-        else:
-            self._launch(kernel, n, args)
+                tail.extend(it(s) for s in st)
+        return n, len(cshape), contiguous, chunk, big, offsets, tuple(tail)
 
 
     # -- ufuncs ---------------------------------------------------------------
