@@ -74,7 +74,8 @@ class Elementwise(Backend):
         shape = outputs[0].shape
         arrays = list(inputs) + list(outputs) + ([where] if where is not None else [])
         # (a loop's statement launches the same layouts every iteration: their geometry is kept)
-        key = (shape, len(inputs), *[(a.shape, a.strides, a.offset, a.dtype) for a in arrays])
+        key = (shape, len(inputs), self.is_cpu and self.chunk_local_size,  # (and what sets the chunks)
+               *[(a.shape, a.strides, a.offset, a.dtype) for a in arrays])
         geometry = self._geometries.get(key)
         if geometry is None:
             geometry = self._geometry(shape, arrays, len(inputs))
