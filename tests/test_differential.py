@@ -418,6 +418,28 @@ def test_clip_with_one_bound_missing_is_numpys_type_error(xp, bounds):
     return xp.clip(xp.asarray(numpy.arange(5)), *args, **kwargs)
 
 
+@pytest.mark.parametrize("bounds", [(-128, 1000), (-1, 255), (0, 256), (None, None), (-(2**70), 2**70)])
+@differential()
+def test_clip_of_integers_by_python_ints_beyond_their_dtype_is_numpys(xp, bounds):
+    # NumPy drops a Python-int bound beyond an integer array's dtype (NEP 50) and clips by none at
+    # all as positive(a); CuPy's clip converted them into the dtype: an OverflowError (an H100's fuzz)
+    a = xp.asarray(numpy.array([0, 7, 255], numpy.uint8))
+    return xp.clip(a, *bounds), xp.clip(a[0], *bounds), xp.clip(a.astype(numpy.int8), *bounds)
+
+
+@pytest.mark.parametrize("call", ["swapaxes", "swapaxes_0d", "rollaxis", "rollaxis_start", "moveaxis", "expand_dims",
+                                  "squeeze", "transpose", "flip"])
+@differential()
+def test_view_functions_refuse_an_axis_out_of_range_with_numpys_error(xp, call):
+    # NumPy's AxisError (an IndexError too), where CuPy's swapaxes and rollaxis raise ValueError
+    a = xp.asarray(numpy.arange(6.0).reshape(2, 3))
+    return {"swapaxes": lambda: xp.swapaxes(a, 0, 2), "swapaxes_0d": lambda: xp.swapaxes(a[0, 0], 0, -1),
+            "rollaxis": lambda: xp.rollaxis(a, 2), "rollaxis_start": lambda: xp.rollaxis(a, 0, 4),
+            "moveaxis": lambda: xp.moveaxis(a, 0, 2), "expand_dims": lambda: xp.expand_dims(a, 4),
+            "squeeze": lambda: xp.squeeze(a, 2), "transpose": lambda: xp.transpose(a, (0, 2)),
+            "flip": lambda: xp.flip(a, 2)}[call]()
+
+
 @differential()
 def test_the_array_apis_astype_without_a_copy_is_the_array(xp):
     # numpy.astype(x, x.dtype, copy=False) returns x: the CuPy/emulated backend fell back, and the

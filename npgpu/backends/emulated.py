@@ -21,8 +21,11 @@ class _CupyLikeNumpy:
     those were measured to differ from NumPy's on CUDA (an H100, 2026-12-07), so that the CuPy
     path's corrections of them run, and are tested, here: CuPy lays the results of sort,
     cumsum, cumprod and round of integers out in C order and argsort's along a moved axis, and
-    its kernels flush float32 subnormals (count_nonzero counts 1e-40 as zero). Everything else is
-    NumPy's (the backend's own hooks imitate the rest: 0-d uploads, fills and scatters)."""
+    its kernels flush float32 subnormals (count_nonzero counts 1e-40 as zero). From an H100's run of
+    2026-12-07 too: swapaxes and rollaxis refuse an axis out of range with a ValueError (NumPy's is
+    an AxisError), and clip converts its Python-int bounds into an integer array's dtype (an
+    OverflowError beyond it, where NumPy drops such a bound). Everything else is NumPy's (the
+    backend's own hooks imitate the rest: 0-d uploads, fills and scatters)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(numpy, name)
@@ -50,6 +53,26 @@ class _CupyLikeNumpy:
     def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
         result = numpy.around(a, decimals, out)
         return result if out is not None or a.dtype.kind not in "iu" else numpy.ascontiguousarray(result)
+
+    @staticmethod
+    def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+        if not (-a.ndim <= axis1 < a.ndim and -a.ndim <= axis2 < a.ndim):
+            raise ValueError("Axis out of range")
+        return numpy.swapaxes(a, axis1, axis2)
+
+    @staticmethod
+    def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+        if not (-a.ndim <= axis < a.ndim and -a.ndim <= start <= a.ndim):
+            raise ValueError("Axis out of range")
+        return numpy.rollaxis(a, axis, start)
+
+    @staticmethod
+    def clip(a: Any, a_min: Any, a_max: Any, out: Any = None, **kwargs: Any) -> Any:
+        if getattr(a, "dtype", numpy.dtype(float)).kind in "iu":
+            for bound in (a_min, a_max):
+                if type(bound) is int:
+                    numpy.asarray(bound, a.dtype)  # (NumPy's OverflowError out of the dtype's range)
+        return numpy.clip(a, a_min, a_max, out=out, **kwargs)
 
     @staticmethod
     def count_nonzero(a: Any, *args: Any, **kwargs: Any) -> Any:

@@ -45,6 +45,15 @@ ROUTED_FUNCTIONS: tuple[str, ...] = tuple(
     """.split()
 )
 
+#: NumPy functions that return views of their first operand (nothing computed), whose refusals
+#: of bad arguments CuPy raises as other exceptions: its swapaxes and rollaxis raise ValueError
+#: "Axis out of range" where NumPy's AxisError is an IndexError too (an H100's fuzz, 2026-12-07).
+#: Where CuPy refuses a call of one, NumPy's error for the same shapes is raised.
+_VIEWS_NUMPY_REFUSES = frozenset({
+    numpy.swapaxes, numpy.rollaxis, numpy.moveaxis, numpy.expand_dims, numpy.squeeze, numpy.transpose, numpy.flip,
+    numpy.fliplr, numpy.flipud, numpy.diagonal, numpy.broadcast_to,
+})  # (not reshape nor ravel: of a zero-stride stand-in NumPy's may copy, as large as the array)
+
 # Functions NumPy answers with a Python bool (``array_equal(a, b) is True``); CuPy with a 0-d array.
 _PYTHON_BOOL_RESULTS = frozenset({"array_equal", "array_equiv", "allclose"})
 
@@ -380,7 +389,7 @@ class ArrayModuleBackend(Compositions, Backend):
         scalars = []
         for x, kind, dt in zip(inputs, kinds, loop):
             if kind == "scalar":
-                if type(x) is int and not numpy.can_cast(numpy.min_scalar_type(x), dt) and dt.kind in "iu":
+                if type(x) is int and dt.kind in "iu" and not _int_bounds(dt)[0] <= x <= _int_bounds(dt)[1]:
                     return None  # (an out-of-range Python int: NumPy's OverflowError or widened comparison)
                 scalars.append(dt.type(x))
         if ufunc is numpy.power and loop[0].kind in "iu":
@@ -463,7 +472,27 @@ class ArrayModuleBackend(Compositions, Backend):
             # (CuPy's kernels flush float32 subnormals: 1e-40 counted as zero; NumPy's test is != 0)
             nonzero = self.apply_ufunc(numpy.not_equal, args[0], 0)
             return super().call_function(func, (nonzero, *args[1:]), kwargs)
+        if func in _VIEWS_NUMPY_REFUSES:
+            try:
+                return super().call_function(func, args, kwargs)
+            except (ValueError, IndexError, TypeError):
+                self._raise_numpys_refusal(func, args, kwargs)
+                raise
         return super().call_function(func, args, kwargs)
+
+    def _raise_numpys_refusal(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """NumPy's own error for a call of view function ``func`` that CuPy refused, where NumPy
+        refuses it too: asked on stand-ins of the natives' shapes and dtypes that hold one element
+        (zero strides: a view function allocates nothing). Returns where NumPy takes the call."""
+        def stand_in(x: Any) -> Any:
+            if not self.is_native(x):
+                return x
+            return numpy.lib.stride_tricks.as_strided(numpy.zeros(1, x.dtype), x.shape, (0,) * x.ndim)
+
+        try:
+            func(*map(stand_in, args), **{k: stand_in(v) for k, v in kwargs.items()})
+        except (ValueError, IndexError, TypeError) as numpys:
+            raise numpys from None
 
     def _accumulated(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """cumsum, cumprod and their NaN-skipping forms: CuPy's scan, its result laid out as NumPy's
@@ -566,14 +595,16 @@ class ArrayModuleBackend(Compositions, Backend):
         if not self.is_native(a) or a.dtype.kind not in "biuf":
             return None
         if bounds == 0:  # (NumPy's clip of no bounds is positive(a): CuPy's requires both)
-            out = kwargs.get("out")
-            return self.apply_ufunc(numpy.positive, a, out=out)
+            return self.apply_ufunc(numpy.positive, a, out=kwargs.get("out"))
         plan = clip_ufunc(a.dtype, args[1] if len(args) > 1 else kwargs.get("a_min"),
                           args[2] if len(args) > 2 else kwargs.get("a_max"))
-        if plan is None:
-            return None
         out = kwargs.get("out")
-        return self._own_ufunc(plan[0], (a, *plan[1]), {} if out is None else {"out": out})
+        if plan is None:  # (no bound left, Python ints beyond the dtype dropped: NumPy's positive(a))
+            return self.apply_ufunc(numpy.positive, a, out=out)
+        own = self._own_ufunc(plan[0], (a, *plan[1]), {} if out is None else {"out": out})
+        if own is None and plan[0] is not numpy._core.umath.clip:  # (CuPy's ufunc of the one bound left)
+            return self.apply_ufunc(plan[0], a, *plan[1], out=out)
+        return own
 
     def _isclose_of_number(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """NumPy's isclose of a real float array and a Python number: its bound ``atol + rtol *
@@ -1095,6 +1126,12 @@ def _eager_plan(ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...], kinds: list[s
     for dt, want in zip(operand_dtypes, loop):  # (an operand's conversion into its loop's dtype: invalid values)
         categories |= _table.cast_error_categories(dt, want)
     return operand_dtypes, categories
+
+
+@functools.cache
+def _int_bounds(dtype: numpy.dtype) -> tuple[int, int]:
+    info = numpy.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _weak(x: Any) -> Any:
