@@ -612,6 +612,17 @@ def test_reductions_of_a_device_array_by_method_and_function(xp, name):
     return results
 
 
+@pytest.mark.parametrize("name", ["mean", "nanmean"])
+@differential()
+def test_a_mean_of_no_integers_reports_its_division_as_numpys(xp, name):
+    # NumPy's mean of nothing divides 0 by 0 ("invalid value encountered in divide", raised here),
+    # and its nanmean of integers is their mean; CuPy's gave the NaN silently (an H100's fuzz)
+    empty = xp.asarray(numpy.zeros((0, 3), numpy.int64))
+    with numpy.errstate(invalid="raise"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # ("Mean of empty slice")
+        return getattr(xp, name)(empty, axis=0)
+
+
 @differential(rtol=1e-12)
 def test_matmul_of_device_arrays(xp):
     # (the dispatcher's short road for a gufunc of device arrays)

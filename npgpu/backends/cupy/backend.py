@@ -198,12 +198,14 @@ class CupyBackend(Kernels, ArrayModuleBackend):
 
     # -- NumPy's overflow and invalid reports of sums and products (CuPy's reductions make none) --
     def call_function(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if func is numpy.mean and args and self.is_native(args[0]) and not args[0].size \
+        if func in _MEANS and args and self.is_native(args[0]) and not args[0].size \
+                and (func is numpy.mean or args[0].dtype.kind in "biu") \
                 and len(args) <= 3 and set(kwargs) <= {"axis", "dtype", "keepdims"}:
             # NumPy's warnings for a mean of nothing ("Mean of empty slice.", then the division's
             # "invalid value", as its errstate says; CuPy gives the NaN silently), from NumPy's
-            # own mean of an empty stand-in: nothing to compute, its reports exactly NumPy's
-            numpy.mean(numpy.empty(args[0].shape, args[0].dtype), *args[1:], **kwargs)
+            # own mean of an empty stand-in: nothing to compute, its reports exactly NumPy's.
+            # (NumPy's nanmean of integers is their mean: an H100's fuzz, 2026-12-07)
+            func(numpy.empty(args[0].shape, args[0].dtype), *args[1:], **kwargs)
         if func is numpy.where and len(args) == 3 and not kwargs:
             selected = self._own_where(*args)
             if selected is not None:
@@ -690,6 +692,7 @@ def _combine(op: str, acc_dtype: numpy.dtype) -> tuple[str, dict[str, str], str]
 
 #: functions whose results report NumPy's reduce errors (CupyBackend._reduction_errors)
 _CHECKED_REDUCTIONS = frozenset({numpy.sum, numpy.prod, numpy.mean})
+_MEANS = (numpy.mean, numpy.nanmean)
 #: bytes of a whole-array fused reduction's map from which it runs as an elementwise kernel and
 #: CuPy's own reduction (CupyBackend.reduce_fused), up to the temporary's largest size
 _SPLIT_REDUCE, _SPLIT_REDUCE_MAX = 1 << 16, 1 << 30
