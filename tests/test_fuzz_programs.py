@@ -46,3 +46,11 @@ def test_the_comparison_tells_bits_ulps_dtypes_and_exceptions():
 def test_a_program_is_the_same_for_a_seed():
     assert fz.Program(5, 10).statements == fz.Program(5, 10).statements
     assert fz.Program(5, 10).statements != fz.Program(6, 10).statements
+
+
+def test_a_time_limit_stops_before_the_next_program_and_says_how_many_ran(capsys):
+    # (a device call's limit: a run cut by the shell's timeout printed no count at all)
+    assert fz.main(["--seeds", "0:50", "--seconds", "1e-9"]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 programs (seeds 0:0, stopped at --seconds), 0 differ from NumPy")
+    assert fz.main(["--seeds", "0:3", "--seconds", "600"]) == 0
+    assert capsys.readouterr().out.strip().endswith("3 programs, 0 differ from NumPy")

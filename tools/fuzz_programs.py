@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -686,16 +687,24 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--errors", action="store_true",
                         help="compare each statement's floating-point errors (errstate all='call') too")
     parser.add_argument("--complex", action="store_true", help="complex64 and complex128 arrays too")
+    parser.add_argument("--seconds", type=float, default=0,
+                        help="start no program after this many seconds, and say how many ran (a device call's limit)")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     bad = 0
+    ran = 0
+    ends = time.monotonic() + args.seconds if args.seconds else None
     for seed in range(start, stop):
+        if ends is not None and time.monotonic() > ends:
+            break
         why = run_seed(seed, args.backend, args.statements, args.fusion == "on", args.scale, args.errors, args.complex)
+        ran += 1
         if why is not None:
             bad += 1
             if bad <= args.max_reports:
                 print(why, flush=True)
-    print(f"{args.backend} fusion {args.fusion}: {stop - start} programs, {bad} differ from NumPy")
+    seeds = f" (seeds {start}:{start + ran}, stopped at --seconds)" if ran < stop - start else ""
+    print(f"{args.backend} fusion {args.fusion}: {ran} programs{seeds}, {bad} differ from NumPy")
     return 1 if bad else 0
 
 
