@@ -621,8 +621,9 @@ class DeviceArray(NDArrayOperatorsMixin):
     def dot(self, b: Any, out: Any = None) -> Any:
         return _function(numpy.dot, (self, b), {} if out is None else {"out": out})
 
-    def clip(self, *args: Any, **kwargs: Any) -> Any:
-        return _function(numpy.clip, (self, *args), kwargs)
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
+        # (ndarray.clip's signature: one bound alone is a bound, a.clip(2); numpy.clip needs both)
+        return _function(numpy.clip, (self, min, max), kwargs if out is None else {**kwargs, "out": out})
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         return _function(numpy.round, (self, decimals), {} if out is None else {"out": out})

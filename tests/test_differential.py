@@ -418,6 +418,30 @@ def test_clip_with_one_bound_missing_is_numpys_type_error(xp, bounds):
     return xp.clip(xp.asarray(numpy.arange(5)), *args, **kwargs)
 
 
+@pytest.mark.parametrize("call", ["method_one_bound", "method_max", "method_none", "method_both", "method_out",
+                                  "min_keyword", "min_and_max", "max_float", "complex_min"])
+@differential()
+def test_clip_by_numpy_2s_names_and_the_methods_one_bound(xp, call):
+    # ndarray.clip(min=None, max=None): a.clip(2) is a lower bound (the device array's method passed
+    # it on as numpy.clip(a, 2): a TypeError); numpy.clip's min=/max= keywords (NumPy 2), which
+    # CuPy's clip does not take
+    a = xp.asarray(numpy.arange(6).reshape(2, 3))
+    f = xp.asarray(numpy.array([numpy.nan, -1.5, 0.5, 2.5]))
+    z = xp.asarray(numpy.array([1 + 2j, -3 + 0j, 2 - 1j]))
+    out = xp.asarray(numpy.zeros((2, 3), numpy.int64))
+    return {"method_one_bound": lambda: a.clip(2), "method_max": lambda: a.clip(max=3),
+            "method_none": lambda: a.clip(), "method_both": lambda: a.clip(1, 4),
+            "method_out": lambda: (a.clip(1, 4, out), out), "min_keyword": lambda: xp.clip(a, min=2),
+            "min_and_max": lambda: xp.clip(f, min=-1.0, max=1.0), "max_float": lambda: xp.clip(a, max=2.5),
+            "complex_min": lambda: xp.clip(z, min=0, max=2)}[call]()
+
+
+@pytest.mark.parametrize("bounds", [((2,), {}), ((), {"a_max": 2}), ((1, 3), {"min": 1}), ((), {"a_min": 1, "max": 2})])
+@differential()
+def test_clip_refuses_names_as_numpy_does(xp, bounds):
+    return xp.clip(xp.asarray(numpy.arange(5)), *bounds[0], **bounds[1])
+
+
 @pytest.mark.parametrize("bounds", [(-128, 1000), (-1, 255), (0, 256), (None, None), (-(2**70), 2**70)])
 @differential()
 def test_clip_of_integers_by_python_ints_beyond_their_dtype_is_numpys(xp, bounds):

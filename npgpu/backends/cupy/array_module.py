@@ -584,27 +584,38 @@ class ArrayModuleBackend(Compositions, Backend):
     def _own_clip(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """NumPy's clip of a real array by the code generator's one-node kernel of NumPy's clip loop
         (NaN kept, the upper bound where the bounds cross, float32 subnormals compared as such);
-        None where CuPy's clip runs it (its kernel returns the upper bound for NaN where the
-        bounds cross, and flushes subnormals)."""
-        if len(args) > 3 or not set(kwargs) <= {"a_min", "a_max", "out"} or not args:
+        of another array by CuPy's clip, its bounds as NumPy resolves them (``min=``/``max=``,
+        NumPy 2's names, given to CuPy as its a_min and a_max). None where the call has other
+        keywords (the general road). CuPy's kernel returns the upper bound for NaN where the
+        bounds cross, and flushes subnormals."""
+        names = ("a", "a_min", "a_max", "out")
+        if not args or len(args) > len(names) or not set(kwargs) <= {"a_min", "a_max", "out", "min", "max"} \
+                or any(name in kwargs for name in names[:len(args)]):
             return None
-        bounds = (len(args) > 1) + ("a_min" in kwargs) + (len(args) > 2) + ("a_max" in kwargs)
-        if bounds == 1:
-            return None  # (one bound of a_min and a_max alone: NumPy's TypeError, from the call itself)
-        a = args[0]
-        if not self.is_native(a) or a.dtype.kind not in "biuf":
+        given = dict(zip(names, args)) | kwargs
+        if "a_min" in given or "a_max" in given:
+            if not ("a_min" in given and "a_max" in given) or "min" in given or "max" in given:
+                # (one of a_min and a_max alone, or with min/max: NumPy's TypeError or ValueError,
+                # which its clip raises from the names given before it reads a value)
+                numpy.clip(numpy.zeros(()), **{name: 0 for name in given if name not in ("a", "out")})
+                return None
+            low, high = given["a_min"], given["a_max"]
+        else:  # (none, or NumPy 2's min= and max=: a missing one is no bound)
+            low, high = given.get("min"), given.get("max")
+        a, out = given["a"], given.get("out")
+        if not self.is_native(a):
             return None
-        if bounds == 0:  # (NumPy's clip of no bounds is positive(a): CuPy's requires both)
-            return self.apply_ufunc(numpy.positive, a, out=kwargs.get("out"))
-        plan = clip_ufunc(a.dtype, args[1] if len(args) > 1 else kwargs.get("a_min"),
-                          args[2] if len(args) > 2 else kwargs.get("a_max"))
-        out = kwargs.get("out")
-        if plan is None:  # (no bound left, Python ints beyond the dtype dropped: NumPy's positive(a))
+        if a.dtype.kind not in "biuf":  # (complex: CuPy's clip, by the bounds resolved)
+            return super().call_function(numpy.clip, (a, low, high), {} if out is None else {"out": out})
+        plan = clip_ufunc(a.dtype, low, high)
+        if plan is None:  # (no bound, or Python ints beyond the dtype dropped: NumPy's positive(a))
             return self.apply_ufunc(numpy.positive, a, out=out)
         own = self._own_ufunc(plan[0], (a, *plan[1]), {} if out is None else {"out": out})
-        if own is None and plan[0] is not numpy._core.umath.clip:  # (CuPy's ufunc of the one bound left)
-            return self.apply_ufunc(plan[0], a, *plan[1], out=out)
-        return own
+        if own is not None:
+            return own
+        if plan[0] is numpy._core.umath.clip:  # (bounds the kernel does not take: arrays of the host)
+            return super().call_function(numpy.clip, (a, low, high), {} if out is None else {"out": out})
+        return self.apply_ufunc(plan[0], a, *plan[1], out=out)  # (CuPy's maximum or minimum)
 
     def _isclose_of_number(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """NumPy's isclose of a real float array and a Python number: its bound ``atol + rtol *
