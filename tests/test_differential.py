@@ -975,3 +975,18 @@ def test_unsigned_index_arrays_in_and_out_of_range(xp):
     except IndexError as error:
         return good, a, str(error)
     return good, a, None
+
+
+def test_clip_by_numpy_2s_names_runs_on_the_cupy_path_without_falling_back():
+    # (CuPy's clip takes a_min and a_max alone: a call by min=/max= fell back to NumPy, counted,
+    # until the path's own clip took NumPy's names; the emulated backend reads the same signature)
+    host = numpy.array([-2.0, 0.5, 3.0])
+    npgpu.report(reset=True)
+    with npgpu.enable("emulated", threshold=0):
+        a = npgpu.asarray(host)
+        got = [npgpu.clip(a, min=0.0), npgpu.clip(a, max=1.0), npgpu.clip(a, min=0.0, max=1.0), a.clip(max=1.0)]
+    for g, want in zip(got, [numpy.clip(host, min=0.0), numpy.clip(host, max=1.0), numpy.clip(host, 0.0, 1.0),
+                             host.clip(max=1.0)], strict=True):
+        numpy.testing.assert_array_equal(numpy.asarray(g), want)
+    counts = npgpu.report().as_dict()["functions"]["clip"]
+    assert (counts["device"], counts["fallback"]) == (4, 0)

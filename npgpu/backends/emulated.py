@@ -67,12 +67,12 @@ class _CupyLikeNumpy:
         return numpy.rollaxis(a, axis, start)
 
     @staticmethod
-    def clip(a: Any, a_min: Any, a_max: Any, out: Any = None, **kwargs: Any) -> Any:
+    def clip(a: Any, a_min: Any, a_max: Any, out: Any = None) -> Any:  # (CuPy's signature)
         if getattr(a, "dtype", numpy.dtype(float)).kind in "iu":
             for bound in (a_min, a_max):
                 if type(bound) is int:
                     numpy.asarray(bound, a.dtype)  # (NumPy's OverflowError out of the dtype's range)
-        return numpy.clip(a, a_min, a_max, out=out, **kwargs)
+        return numpy.clip(a, a_min, a_max, out=out)
 
     @staticmethod
     def count_nonzero(a: Any, *args: Any, **kwargs: Any) -> Any:

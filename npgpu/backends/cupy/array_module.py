@@ -165,6 +165,8 @@ class ArrayModuleBackend(Compositions, Backend):
             np_method = getattr(numpy.ndarray, name)
             functions[np_method] = getattr(self, "_method_" + name.strip("_"))
             keywords[np_method] = None
+        if keywords.get(numpy.clip) is not None:  # (NumPy 2's names of its bounds: _own_clip takes them)
+            keywords[numpy.clip] = keywords[numpy.clip] | {"min", "max"}
         # (the array API's astype(x, dtype, copy=): the method's conversion; a copy=False of the
         # same dtype is the array itself, which a fallback's host round trip would copy)
         functions[numpy.astype], keywords[numpy.astype] = self._method_astype, frozenset({"copy"})
