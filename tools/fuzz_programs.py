@@ -336,7 +336,9 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             taint = max(inexact[i], inexact[j], inexact[k])
         elif kind == "clip":
             i, lo, hi = statement[1:]
-            result = xp.clip(env[i], lo, hi)
+            # (the spelling by the slot, so a seed's program stays what it was: the function,
+            # NumPy 2's names, the method)
+            result = _clip(xp, env[i], lo, hi, i % 3)
             taint = inexact[i]
         elif kind == "concat":
             i, j = statement[1:]
@@ -612,6 +614,14 @@ def _values(expected: numpy.ndarray, got: numpy.ndarray, inexact: int) -> str | 
     if inexact:  # (integers and bools computed from a transcendental's value: an ulp can move them)
         return None
     return None if numpy.array_equal(got, expected) else f"values {got!r} != {expected!r}"
+
+
+def _clip(xp: Any, a: Any, lo: Any, hi: Any, spelling: int) -> Any:
+    if spelling == 1:
+        return xp.clip(a, min=lo, max=hi)
+    if spelling == 2:
+        return a.clip(lo, hi)
+    return xp.clip(a, lo, hi)
 
 
 def run_seed(seed: int, backend: str, statements: int, fusion: bool, scale: int = 1,
