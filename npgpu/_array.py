@@ -603,9 +603,6 @@ class DeviceArray(NDArrayOperatorsMixin):
     def argmax(self, *args: Any, **kwargs: Any) -> Any:
         return _function(numpy.argmax, (self, *args), kwargs)
 
-    def ptp(self, *args: Any, **kwargs: Any) -> Any:
-        return _function(numpy.ptp, (self, *args), kwargs)
-
     def cumsum(self, *args: Any, **kwargs: Any) -> Any:
         return _function(numpy.cumsum, (self, *args), kwargs)
 

@@ -31,12 +31,12 @@ class _CupyLikeNumpy:
         return getattr(numpy, name)
 
     @staticmethod
-    def sort(a: Any, axis: Any = -1, **kwargs: Any) -> Any:
-        return numpy.ascontiguousarray(numpy.sort(a, axis, **kwargs))
+    def sort(a: Any, axis: Any = -1, kind: Any = None, **kwargs: Any) -> Any:  # (CuPy's take kind too)
+        return numpy.ascontiguousarray(numpy.sort(a, axis, kind, **kwargs))
 
     @staticmethod
-    def argsort(a: Any, axis: Any = -1, **kwargs: Any) -> Any:
-        result = numpy.argsort(a, axis, **kwargs)
+    def argsort(a: Any, axis: Any = -1, kind: Any = None, **kwargs: Any) -> Any:
+        result = numpy.argsort(a, axis, kind, **kwargs)
         if axis is None or result.ndim < 2:
             return result
         return numpy.moveaxis(numpy.ascontiguousarray(numpy.moveaxis(result, axis, -1)), -1, axis)

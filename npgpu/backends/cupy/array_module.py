@@ -103,6 +103,18 @@ def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
+def _positional_limit(func: Callable[..., Any]) -> int | None:
+    """How many arguments ``func`` takes by position, or None when its signature can't be read or
+    takes any number."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
 #: NumPy functions whose definitions Compositions writes over the module's primitives (CuPy's
 #: answer otherwise): NumPy function name -> (method, the keywords it takes)
 _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -186,6 +198,9 @@ class ArrayModuleBackend(Compositions, Backend):
             functions[numpy.pad] = self.pad  # (its mode's keywords: pad's **kwargs, checked as CuPy's)
         self.functions = functions
         self._keywords = keywords
+        # (a call giving more arguments by position than the function here takes, NumPy's order=
+        # of sort say, which CuPy's lacks: NumPy's, counted, not CuPy's TypeError)
+        self._positional_limits = {f: _positional_limit(g) for f, g in functions.items()}
         self.creation = frozenset(getattr(numpy, n) for n in CREATION_FUNCTIONS if getattr(numpy, n) in functions)
         self._eager_graphs: dict[Any, Any] = {}  # (_own_ufunc's one-node graphs)
         #: (ufunc, loop, operand kinds, their dtypes or weak scalar types) -> (operand dtypes, error categories) of
@@ -430,6 +445,9 @@ class ArrayModuleBackend(Compositions, Backend):
         if func is numpy.tri and not all(hasattr(type(n), "__index__") for n in (*args[:2], kwargs.get("N"),
                                                                                 kwargs.get("M")) if n is not None):
             return False  # a non-integer N or M (NumPy 2.5 deprecates them): NumPy's
+        limit = self._positional_limits.get(func)
+        if limit is not None and len(args) > limit:
+            return False
         accepted = self._keywords[func]
         if accepted is not None:
             return accepted.issuperset(kwargs)
