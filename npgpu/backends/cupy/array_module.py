@@ -92,13 +92,18 @@ def _resolve(module: Any, dotted: str) -> Any:
     return obj
 
 
-def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
-    """The keywords ``func`` accepts, or None when its signature can't be read (Cython builtins)."""
+def _parameters(func: Callable[..., Any]) -> list[inspect.Parameter] | None:
+    """``func``'s parameters, or None when its signature can't be read (Cython builtins)."""
     try:
-        params = inspect.signature(func).parameters.values()
+        return list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
         return None
-    if any(p.kind is p.VAR_KEYWORD for p in params):
+
+
+def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords ``func`` accepts, or None when its signature can't be read or takes any."""
+    params = _parameters(func)
+    if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
         return None
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
@@ -106,11 +111,8 @@ def _keyword_names(func: Callable[..., Any]) -> frozenset[str] | None:
 def _positional_limit(func: Callable[..., Any]) -> int | None:
     """How many arguments ``func`` takes by position, or None when its signature can't be read or
     takes any number."""
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
+    params = _parameters(func)
+    if params is None or any(p.kind is p.VAR_POSITIONAL for p in params):
         return None
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
