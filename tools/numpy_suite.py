@@ -19,6 +19,7 @@ processes (tools/numpy_suite_plugin.py records each test); the driver then compa
     python3 tools/numpy_suite.py                     # all six files, numpy + off + every device backend
     python3 tools/numpy_suite.py --sample 0.05 -j 2  # the deterministic 5% the CI test runs
     python3 tools/numpy_suite.py --modes off,opencl --files test_einsum.py --details
+    python3 tools/numpy_suite.py --files lib/tests/test_function_base.py  # any of NumPy's test files
     python3 tools/numpy_suite.py --report-only       # compare the results of the last run again
     python3 tools/numpy_suite.py --groups            # failures grouped by signature, for triage
 """
@@ -208,17 +209,38 @@ def numpy_tests_dir() -> Path:
     return Path(numpy.__file__).resolve().parent / "_core" / "tests"
 
 
+def test_source(name: str) -> Path:
+    """A test file as ``--files`` names it: a file name alone is numpy/_core/tests' (the six of issue
+    #11 are), a path is under the NumPy package (``lib/tests/test_function_base.py``)."""
+    if "/" not in name:
+        return numpy_tests_dir() / name
+    import numpy
+
+    return Path(numpy.__file__).resolve().parent / name
+
+
+def built_name(name: str) -> str:
+    """The name a test file has in the build folder, and so in the test ids: its own for _core/tests'
+    files, else its folder's prefixed (``test_lib_shape_base.py``: lib/tests and _core/tests each
+    have a test_shape_base.py)."""
+    if "/" not in name:
+        return name
+    folder, base = name.split("/", 1)[0], name.rsplit("/", 1)[1]
+    return f"test_{folder.strip('_')}_{base.removeprefix('test_')}"
+
+
 def build(build_dir: Path, files: tuple[str, ...] = FILES) -> dict[str, list[Rewrite]]:
-    """Write the reference copies (``numpy/``) and the rewritten ones (``npgpu/``) under ``build_dir``."""
-    src = numpy_tests_dir()
+    """Write the reference copies (``numpy/``) and the rewritten ones (``npgpu/``) under ``build_dir``;
+    ``files`` as ``--files`` names them (test_source), written under their built_name."""
     all_rewrites = {}
     for kind in ("numpy", "npgpu"):
         target = build_dir / kind
         target.mkdir(parents=True, exist_ok=True)
         (target / "pytest.ini").write_text(PYTEST_INI)
-    for name in files:
-        text = (src / name).read_text(encoding="utf-8")
-        shutil.copyfile(src / name, build_dir / "numpy" / name)
+    for given in files:
+        source, name = test_source(given), built_name(given)
+        text = source.read_text(encoding="utf-8")
+        shutil.copyfile(source, build_dir / "numpy" / name)
         new, rewrites = rewrite_source(text)
         (build_dir / "npgpu" / name).write_text(new, encoding="utf-8")
         all_rewrites[name] = rewrites
@@ -377,6 +399,7 @@ def run_all(modes: list[str], files: tuple[str, ...], build_dir: Path, sample: f
     # Longest first, so the workers end together (measured on PoCL: opencl's test_ufunc is the long pole).
     file_cost = {"test_ufunc.py": 3.0, "test_umath.py": 2.0, "test_numeric.py": 1.0}
     mode_cost = {"opencl": 4.0, "cupy": 2.0, "emulated": 2.0}
+    files = tuple(map(built_name, files))
     groups = [(name, (name,)) for name in files] if per_file else [("all", files)]
     for mode in modes:  # results of the other layout would mix into load_results
         for stale in results_dir.glob(f"{mode}-all.jsonl" if per_file else f"{mode}-*.jsonl"):
@@ -682,7 +705,8 @@ def print_groups(summary: Summary, out: Any = sys.stdout, examples: int = 3) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--modes", help=f"comma-separated, from {', '.join(MODES)} (default: all available)")
-    ap.add_argument("--files", help="comma-separated test files (default: the six of issue #11)")
+    ap.add_argument("--files", help="comma-separated test files: names in numpy/_core/tests, or paths under "
+                    "the numpy package (lib/tests/test_function_base.py); default: the six of issue #11")
     ap.add_argument("--sample", type=float, default=1.0, help="fraction of the tests, chosen by id hash")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel pytest processes")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per test phase before it is stopped")
@@ -725,7 +749,8 @@ def main(argv: list[str] | None = None) -> int:
             for problem in job.problems:
                 print(f"PROBLEM {job.mode} {job.file}: {problem}")
     results = load_results(args.build_dir, modes)
-    results = {m: {i: r for i, r in rs.items() if i.split("::", 1)[0] in files} for m, rs in results.items()}
+    built = {built_name(f) for f in files}
+    results = {m: {i: r for i, r in rs.items() if i.split("::", 1)[0] in built} for m, rs in results.items()}
     entries = [e for path in (args.expected or [EXPECTED]) for e in read_expected(path)]
     summary = compare(results, entries)
     print_summary(summary, args.details, missing)
