@@ -24,7 +24,9 @@ class _CupyLikeNumpy:
     its kernels flush float32 subnormals (count_nonzero counts 1e-40 as zero). From an H100's run of
     2026-12-07 too: swapaxes and rollaxis refuse an axis out of range with a ValueError (NumPy's is
     an AxisError), and clip converts its Python-int bounds into an integer array's dtype (an
-    OverflowError beyond it, where NumPy drops such a bound). Everything else is NumPy's (the
+    OverflowError beyond it, where NumPy drops such a bound). From CuPy's source: nanmean, nanvar and
+    nanstd give a slice without numbers (or degrees of freedom) its NaN silently, and average
+    takes only 1-d weights along one axis when their shape differs from the data's. Everything else is NumPy's (the
     backend's own hooks imitate the rest: 0-d uploads, fills and scatters)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -73,6 +75,64 @@ class _CupyLikeNumpy:
                 if type(bound) is int:
                     numpy.asarray(bound, a.dtype)  # (NumPy's OverflowError out of the dtype's range)
         return numpy.clip(a, a_min, a_max, out=out)
+
+    @staticmethod
+    def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        # (CuPy's: NumPy's value, but a slice without numbers gives its NaN without a warning)
+        if a.dtype.kind not in "fc":
+            return numpy.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        total = numpy.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+        count = numpy.sum(~numpy.isnan(a), axis=axis, keepdims=keepdims)
+        with numpy.errstate(invalid="ignore", divide="ignore"):
+            result = numpy.asarray(total / count).astype(total.dtype)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    @staticmethod
+    def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+               keepdims: bool = False) -> Any:
+        # (CuPy's: NumPy's steps and values, but a slice without degrees of freedom is divided by
+        # max(count - ddof, 0) without a warning)
+        if a.dtype.kind not in "fc":
+            return numpy.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+        mask = numpy.isnan(a)
+        arr = numpy.where(mask, a.dtype.type(0), a)
+        count = numpy.sum(~mask, axis=axis, dtype=numpy.intp, keepdims=True)
+        with numpy.errstate(invalid="ignore", divide="ignore"):
+            mean = numpy.asarray(numpy.sum(arr, axis=axis, dtype=dtype, keepdims=True))  # (0-d data: a scalar)
+            mean = numpy.true_divide(mean, count, out=mean, casting="unsafe")
+            numpy.subtract(arr, mean, out=arr, casting="unsafe")
+            numpy.copyto(arr, 0, where=mask)
+            squares = (numpy.multiply(arr, arr.conj(), out=arr).real if arr.dtype.kind == "c"
+                       else numpy.multiply(arr, arr, out=arr))
+            var = numpy.sum(squares, axis=axis, dtype=dtype, keepdims=keepdims)
+            freedom = numpy.maximum((count if keepdims else count.reshape(numpy.shape(var))) - ddof, 0)
+            var = numpy.asarray(numpy.true_divide(var, freedom)).astype(var.dtype)
+        if out is None:
+            return var
+        out[...] = var
+        return out
+
+    @staticmethod
+    def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+               keepdims: bool = False) -> Any:
+        var = _CupyLikeNumpy.nanvar(a, axis, dtype, None, ddof, keepdims)
+        result = numpy.sqrt(var)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    @staticmethod
+    def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+                keepdims: bool = False) -> Any:
+        # (CuPy's: weights of another shape than a's must be 1-d, along one axis)
+        if weights is not None and numpy.shape(weights) != numpy.shape(a) and (
+                numpy.ndim(weights) != 1 or not isinstance(axis, int)):
+            raise TypeError("1D weights expected when shapes of a and weights differ.")
+        return numpy.average(a, axis, weights, returned, keepdims=keepdims)
 
     @staticmethod
     def count_nonzero(a: Any, *args: Any, **kwargs: Any) -> Any:

@@ -126,6 +126,8 @@ _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("asarray", "asarray", ("a", "dtype", "order", "copy")), ("asanyarray", "asarray", ("a", "dtype", "order", "copy")),
     ("tri", "tri", ("N", "M", "k", "dtype")), ("convolve", "convolve", ("a", "v", "mode")),
     ("correlate", "correlate", ("a", "v", "mode")),
+    ("nanmean", "nanmean", ("a", "axis", "dtype", "out", "keepdims")),
+    ("average", "average", ("a", "axis", "weights", "returned", "keepdims")),
     ("nanvar", "nanvar", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
     ("nanstd", "nanstd", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
     ("nanargmax", "nanargmax", ("a", "axis", "out", "keepdims")),

@@ -537,6 +537,64 @@ class Compositions:
         out[...] = result
         return out
 
+    def average(self, a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+                keepdims: bool = False) -> Any:
+        """NumPy 2's average: weights of the shape of ``a`` along a tuple of axes, in that tuple's
+        order (CuPy's takes only 1-d weights along one axis when the shapes differ: a TypeError),
+        with NumPy's errors."""
+        xp = self.xp
+        if weights is None or not self.is_native(a):
+            return xp.average(a, axis, weights, returned, keepdims=keepdims)
+        wgt = weights if self.is_native(weights) else xp.asarray(weights)
+        extra = ("f8",) if a.dtype.kind in "biu" else ()
+        result_dtype = numpy.result_type(a.dtype, wgt.dtype, *extra)
+        axes = None if axis is None else normalize_axis_tuple(axis, a.ndim, argname="axis")
+        if a.shape != wgt.shape:
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if wgt.shape != tuple(a.shape[d] for d in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+            wgt = wgt.transpose(tuple(numpy.argsort(axes).tolist()))  # (to a's order of those axes)
+            wgt = wgt.reshape(tuple(n if d in axes else 1 for d, n in enumerate(a.shape)))
+        total = wgt.sum(axis=axes, dtype=result_dtype, keepdims=keepdims)
+        if bool((total == 0.0).any()):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        products = self.apply_ufunc(numpy.multiply, a.astype(result_dtype, copy=False),
+                                    wgt.astype(result_dtype, copy=False))
+        average = self.apply_ufunc(numpy.true_divide, products.sum(axis=axes, keepdims=keepdims), total)
+        if not returned:
+            return average
+        if total.shape != average.shape:
+            total = xp.broadcast_to(total, average.shape).copy()
+        return average, total
+
+    def nanmean(self, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        """NumPy's nanmean: CuPy's, with NumPy's "Mean of empty slice" RuntimeWarning where a slice
+        holds no number (all NaN, or empty: CuPy's NaN comes silently); of float16 data NumPy's
+        own steps, the sum of the numbers divided by their count (CuPy's nanmean adds halves in
+        half precision, NumPy's sum in float)."""
+        xp = self.xp
+        if not self.is_native(a) or a.dtype.kind not in "fc":
+            return xp.nanmean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        count = None
+        if a.dtype == numpy.float16:
+            missing = xp.isnan(a)
+            total = xp.sum(xp.where(missing, a.dtype.type(0), a), axis=axis, dtype=dtype, keepdims=keepdims)
+            count = xp.sum(xp.logical_not(missing), axis=axis, dtype=numpy.intp, keepdims=keepdims)
+            with numpy.errstate(invalid="ignore", divide="ignore"):  # (NumPy's division: unreported)
+                result = (total / count).astype(total.dtype)  # (into the sum's dtype, as NumPy's)
+            if out is not None:
+                out[...] = result
+                result = out
+        else:
+            result = xp.nanmean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        if not a.size or bool(xp.isnan(result).any()):  # (a NaN mean: no numbers, or NaN from them)
+            if count is None:
+                count = xp.sum(xp.logical_not(xp.isnan(a)), axis=axis, keepdims=keepdims)
+            if bool((count == 0).any()):
+                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=5)
+        return result
+
     def nanvar(self, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
                keepdims: bool = False) -> Any:
         return self._nan_moment("nanvar", a, axis, dtype, out, ddof, keepdims)

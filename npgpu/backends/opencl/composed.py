@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 import numpy
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ... import _fperr
 from ...kernels import ir
@@ -116,11 +117,12 @@ class Composed(Backend):
         if a.shape != weights.shape:
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            axes = _norm_axes(axis, a.ndim)
-            if weights.shape != tuple(a.shape[ax] for ax in axes):
+            given = normalize_axis_tuple(axis, a.ndim, argname="axis")  # (in the order given)
+            if weights.shape != tuple(a.shape[ax] for ax in given):
                 raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
-            # (weights along ``axes``, broadcast against the rest)
-            weights = self.reshape(weights, tuple(n if d in axes else 1 for d, n in enumerate(a.shape)))
+            # (weights along ``axes`` in a's order of them, broadcast against the rest)
+            weights = self.transpose(weights, tuple(numpy.argsort(given).tolist()))
+            weights = self.reshape(weights, tuple(n if d in given else 1 for d, n in enumerate(a.shape)))
         axes = _norm_axes(axis, a.ndim)
         total = self.reduction("sum", weights, axis=axes, dtype=dtype, keepdims=keepdims)
         if bool(self.to_host(self.reduction("any", self.ufunc_call(numpy.equal, (total, 0.0))))):

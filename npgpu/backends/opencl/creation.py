@@ -197,7 +197,10 @@ class Creation(Backend):
 
     @implements(numpy.eye, kwargs=("M", "k", "dtype", "order"))
     def eye(self, N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C") -> CLArray:  # noqa: N803
-        return self._host_pattern(numpy.eye(N, M, k, dtype=dtype))
+        host = numpy.eye(N, M, k, dtype=dtype, order=order)
+        if order == "F" and host.ndim == 2 and not host.flags.c_contiguous:  # (its transpose's buffer)
+            return self.transpose(self._host_pattern(host.T))
+        return self._host_pattern(host)
 
     @implements(numpy.identity, kwargs=("dtype",))
     def identity(self, n: int, dtype: Any = float) -> CLArray:

@@ -443,6 +443,8 @@ class Reductions(Backend):
         if count_graph is not None:
             count, _ = self.map_reduce(count_graph, [a], [], "add", axes, acc, 0, a.shape)
             result = self.ufunc_call(numpy.true_divide, (total, count))
+            if bool(self.to_host(self.reduction("any", self.ufunc_call(numpy.equal, (count, 0))))):
+                warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=4)  # (NumPy's nanmean's)
         else:
             n = math.prod(a.shape[d] for d in axes)
             # (NumPy divides by its count, an intp: float32 and complex64 sums divide in double)
@@ -489,8 +491,10 @@ class Reductions(Backend):
         total, _ = self.map_reduce(graph, [a, mean], [], "add", axes, acc, 0, a.shape, launch, check)
         if launch is not None:
             _fperr.launched(self, launch)
+        # (NumPy's count is an intp less ddof: a float ddof, 0.5, leaves a float64 count)
         n = max(math.prod(a.shape[d] for d in axes) - ddof, 0)
-        result = self.ufunc_call(numpy.true_divide, (total, numpy.intp(n)))
+        count = numpy.intp(n) if isinstance(n, (int, numpy.integer)) else numpy.float64(n)
+        result = self.ufunc_call(numpy.true_divide, (total, count))
         if _sqrt:
             result = self.ufunc_call(numpy.sqrt, (result,), out=result)
         if result.dtype != res_dt:
