@@ -90,6 +90,43 @@ def function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return _function(func, args, kwargs)
 
 
+def _operands_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[DeviceArray], list[numpy.ndarray]]:
+    """The device arrays and host arrays among a call's arguments."""
+    devices: list[DeviceArray] = []
+    hosts: list[numpy.ndarray] = []
+    for value in args:
+        scan(value, devices, hosts)
+    for value in kwargs.values():
+        scan(value, devices, hosts)
+    return devices, hosts
+
+
+def _as_one_array(items: Any) -> Any:
+    """A list of arrays NumPy takes as one array (``np.sum([a, b])``): NumPy's asarray of it, as
+    npgpu's asarray makes it (device arrays stacked on their device)."""
+    return function(numpy.asarray, (items,), {})
+
+
+def _raise_numpys_out_error(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """NumPy's ValueError for a call whose device function refused its ``out`` (a reduction's of
+    the wrong shape: ``nanmax(a, out=zeros(2))``), asked of NumPy on stand-ins: device operands as
+    one element seen through zero strides, outputs as new host arrays of their shapes. Returns
+    where NumPy takes the call."""
+    def stand_in(x: Any, output: bool = False) -> Any:
+        if type(x) is tuple:
+            return tuple(stand_in(item, output) for item in x)
+        if type(x) is not DeviceArray:
+            return x
+        if output:
+            return numpy.empty(x.shape, x.dtype)
+        return numpy.lib.stride_tricks.as_strided(numpy.zeros(1, x.dtype), x.shape, (0,) * x.ndim)
+
+    try:
+        func(*map(stand_in, args), **{k: stand_in(v, k == "out") for k, v in kwargs.items()})
+    except ValueError as numpys:
+        raise numpys from None
+
+
 def _same_array(array: DeviceArray, result: Any) -> Any:
     """``array`` itself where ``asarray(array)`` (``array(copy=None)``, ``ascontiguousarray``, ...)
     gave the very same view of its memory: NumPy returns its argument when it neither copies nor
@@ -173,16 +210,12 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     if func in _ops.HOST_IO:  # files and text: host work by nature, not a fallback
         return run_on_host(func, func, args, kwargs, mutated, record="host")
     if devices:  # lists and tuples that are array data become arrays, placed like any host operand
-        converted = _operands.function_arguments(func, args, kwargs)
-        if converted is None:
-            return run_on_host(func, func, args, kwargs, mutated, record="host")
+        converted = _operands.function_arguments(func, args, kwargs, _as_one_array)
+        if converted is None:  # (NumPy decides what the data means: its result goes where results go)
+            return place_result(run_on_host(func, func, args, kwargs, mutated, record="host"), state, args)
         if converted[0] is not args or converted[1] is not kwargs:
             args, kwargs = converted
-            devices, hosts = [], []
-            for value in args:
-                scan(value, devices, hosts)
-            for value in kwargs.values():
-                scan(value, devices, hosts)
+            devices, hosts = _operands_of(args, kwargs)
             if not devices:  # (a device array given as a shape was the only one: placed afresh)
                 return function(func, args, kwargs)
         if _host_out(kwargs):  # NumPy writes into it; a device call would write into an uploaded copy
@@ -236,13 +269,26 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             if tracked and type(reduced) is not DeviceArray:  # (a NumPy scalar: read back)
                 _residency.charge_moves(devices, 0)
             return reduced
+    if not devices:  # host data the device takes: its lists and tuples of array data too (np.where(big > 0, [1, 2], 0))
+        if any(type(v) is list or type(v) is tuple for v in (*args, *kwargs.values())):
+            converted = _operands.function_arguments(func, args, kwargs, _as_one_array)
+            if converted is None:
+                _report.record(func, "host")
+                return func(*args, **kwargs)
+            args, kwargs = converted
+            devices, hosts = _operands_of(args, kwargs)
+        if _host_out(kwargs):  # (the device would write into an uploaded copy of it)
+            _report.record(func, "host")
+            return func(*args, **kwargs)
     _before_writes(mutated)
     dtypes = _dtypes(devices, hosts)
-    if not backend.supports_function(func, dtypes, args, kwargs):
+    refused = func in _ops.NUMPY_REFUSES and _ops.NUMPY_REFUSES[func](args, kwargs)
+    if refused or not backend.supports_function(func, dtypes, args, kwargs):
         if not devices:  # nothing forced the device: plain host work, not a fallback
             _report.record(func, "host")
             return func(*args, **kwargs)
-        return fallback(func, func, args, kwargs, mutated, state, reason=_reason(func, dtypes, kwargs, backend, args))
+        reason = "NumPy refuses these arguments" if refused else _reason(func, dtypes, kwargs, backend, args)
+        return fallback(func, func, args, kwargs, mutated, state, reason=reason)
     if hosts and tracked:
         _residency.charge_moves(devices, sum(h.nbytes for h in hosts))
     try:
@@ -253,6 +299,10 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if mutated:  # (part of the write may have happened: no second try on the host)
             raise
         return fallback(func, func, args, kwargs, mutated, state, reason=fault.reason)
+    except ValueError:
+        if kwargs.get("out") is not None:  # (an out= NumPy refuses: NumPy's error says why, as NumPy words it)
+            _raise_numpys_out_error(func, args, kwargs)
+        raise
     if rule is None:
         rule = _placement.DEVICE_OPERANDS if devices else _placement.ABOVE_THRESHOLD
     if rule in _MADE_RULES:
@@ -1257,14 +1307,16 @@ def _fast_call(uf: numpy.ufunc, inputs: tuple[Any, ...], fusion: bool, frame: An
     cached = _LOOPS.get(cache_key)
     if cached is None:
         if uf.signature is not None or len(key) != uf.nin:  # a gufunc, or outputs among the inputs
-            cached = _LOOPS[cache_key] = (None, False, False)
+            cached = (None, False, False)
         else:
             loop = tuple(uf.resolve_dtypes((*key, *(None,) * uf.nout)))
             operands = tuple(k for k in key if isinstance(k, numpy.dtype))
             supported = backend.supports_dtypes(operands) and backend.supports_ufunc(uf, "__call__", loop, {})
             # (integer powers are checked for negative exponents before they run: not recorded by the C path)
             fusible = _recorder.can_fuse(backend, uf, loop, operands) and not _integer_power(uf, loop)
-            cached = _LOOPS[cache_key] = (loop, bool(supported), fusible)
+            cached = (loop, bool(supported), fusible)
+        if not _ops.made_at_run_time(uf):
+            _LOOPS[cache_key] = cached
     loop, supported, fusible = cached
     if not (supported or (fusion and fusible)):
         return NotImplemented

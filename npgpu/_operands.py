@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy
@@ -105,14 +106,25 @@ class _Probed(Exception):
         self.types = types
 
 
-def _probe_type(name: str) -> type:
+class _Converted(Exception):
+    """Raised by a probe's ``__array__``: no override answered, and NumPy's own code is converting
+    the call's array data (lists of arrays among it)."""
+
+
+def _probe_type(name: str, array: bool = False) -> type:
     def __array_function__(self: Any, func: Any, types: tuple[type, ...], args: Any, kwargs: Any) -> Any:
         raise _Probed(types)
 
-    return type(name, (), {"__slots__": (), "__array_function__": __array_function__})
+    def __array__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _Converted
+
+    members: dict[str, Any] = {"__slots__": (), "__array_function__": __array_function__, "__array__": __array__}
+    if array:  # (a stand-in for an array has a shape: histogramdd's dispatcher asks for it)
+        members["shape"] = ()
+    return type(name, (), members)
 
 
-_ARRAY_PROBE = _probe_type("array")  # stands in for the call's arrays, so some override always answers
+_ARRAY_PROBE = _probe_type("array", True)  # stands in for the call's arrays, so some override always answers
 _probes: dict[Any, type] = {}
 _lock = threading.Lock()
 #: (function, argument layout) -> the data positions NumPy treats as arrays
@@ -123,7 +135,8 @@ def _probe_for(position: Any) -> type:
     probe = _probes.get(position)
     if probe is None:
         with _lock:
-            probe = _probes.setdefault(position, _probe_type(f"probe{position}"))
+            array = isinstance(position, tuple) and position[-1] == "array"
+            probe = _probes.setdefault(position, _probe_type(f"probe{position}", array))
     return probe
 
 
@@ -137,16 +150,27 @@ def _kind(value: Any) -> Any:
     return "data" if is_data(value) else None
 
 
-def _stand_in(value: Any, kind: Any, position: Any, probes: list[Any]) -> Any:
-    """What the probe call passes for an argument: probes for arrays and array data."""
+def _stand_in(value: Any, kind: Any, position: Any, probes: list[Any], items: dict[Any, Any]) -> Any:
+    """What the probe call passes for an argument: probes for arrays and array data. The first
+    array in an argument that is a list of arrays (at any depth) gets a probe of its own (noted
+    in ``items``), to learn whether NumPy's dispatcher names the list's arrays (it names all of
+    them or none: concatenate's, sum's)."""
     if kind == "array":
+        root = position
+        while isinstance(root, tuple):
+            root = root[0]
+        if root is not position and root in items and items[root] is None:
+            items[root] = position
+            return _probe_for(position)()
         return _ARRAY_PROBE()
     if kind == "data":
         probes.append(position)
         return _probe_for(position)()
     if kind is None:
         return value
-    return kind[0](_stand_in(item, k, (position, j), probes) for j, (item, k) in enumerate(zip(value, kind[1])))
+    if not isinstance(position, tuple):
+        items[position] = None  # (its first array's probe position, once met)
+    return kind[0](_stand_in(item, k, (position, j), probes, items) for j, (item, k) in enumerate(zip(value, kind[1])))
 
 
 _host_values: dict[Any, frozenset[Any]] = {}
@@ -165,8 +189,10 @@ def _host_value_positions(func: Any) -> frozenset[Any]:
     return found
 
 
-def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """The positions (index, keyword, or (index, item)) of the data arguments NumPy takes as arrays."""
+def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The positions (index, keyword, or (index, item)) of the data arguments NumPy takes as arrays,
+    and those (index or keyword) of the lists of arrays it takes as one array's items."""
     kinds = tuple(_kind(a) for a in args)
     kw_kinds = tuple((k, _kind(v)) for k, v in kwargs.items())
     key = (func, kinds, kw_kinds)
@@ -174,28 +200,41 @@ def _array_positions(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     if found is not None:
         return found
     probes: list[Any] = []
-    stand_ins = [_stand_in(a, k, i, probes) for i, (a, k) in enumerate(zip(args, kinds))]
-    kw_stand_ins = {k: _stand_in(kwargs[k], kind, k, probes) for k, kind in kw_kinds}
+    items: dict[Any, Any] = {}  # (a list of arrays' position -> its first array's probe position)
+    stand_ins = [_stand_in(a, k, i, probes, items) for i, (a, k) in enumerate(zip(args, kinds))]
+    kw_stand_ins = {k: _stand_in(kwargs[k], kind, k, probes, items) for k, kind in kw_kinds}
     relevant: tuple[type, ...] = ()
+    converting = False  # (whether NumPy's own code ran: no override answered)
     try:
         func(*stand_ins, **kw_stand_ins)
+        converting = True
     except _Probed as probed:
         relevant = probed.types
+    except _Converted:
+        converting = True
     except (TypeError, ValueError, IndexError, AttributeError, KeyError):
         pass  # the dispatcher itself rejects this call: the real call raises NumPy's error
     host_values = _host_value_positions(func)
-    found = tuple(p for p in probes if _probe_for(p) in relevant
-                  and (p[0] if isinstance(p, tuple) else p) not in host_values)
-    _roles[key] = found
+    data = tuple(p for p in probes if _probe_for(p) in relevant
+                 and (p[0] if isinstance(p, tuple) else p) not in host_values)
+    # a list whose arrays NumPy's dispatcher does not name is one array to NumPy (asarray of it);
+    # where the dispatcher failed on the stand-ins nothing is known, and nothing is stacked
+    stacked = tuple(p for p, q in items.items() if q is not None and p not in host_values
+                    and (converting or (relevant and _probe_for(q) not in relevant)))
+    found = _roles[key] = (data, stacked)
     return found
 
 
-def function_arguments(func: Any, args: tuple[Any, ...],
-                       kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+def function_arguments(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       stack: Callable[[Any], Any] = numpy.asarray
+                       ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """``args``/``kwargs`` of NumPy function (or ndarray method) ``func`` with their array data as
-    host arrays, and device arrays given as host values (a shape) as lists; unchanged (the same
-    objects) when nothing needs converting; None when NumPy must run the call on the host (array
-    data given as an empty sequence, whose meaning NumPy decides per function)."""
+    host arrays, lists of arrays NumPy takes as one array (``np.sum([a, b])``, ``np.transpose([x,
+    y])``: its dispatcher does not name their items, as it does concatenate's) as ``stack`` makes
+    them (the dispatcher's asarray: device arrays stacked on the device), and device arrays given
+    as host values (a shape) as lists; unchanged (the same objects) when nothing needs converting;
+    None when NumPy must run the call on the host (array data given as an empty sequence, whose
+    meaning NumPy decides per function)."""
     if func is numpy.ndarray.__setitem__ and len(args) == 3:
         target, key, value = args
         dtype = getattr(target, "dtype", None)
@@ -214,37 +253,45 @@ def function_arguments(func: Any, args: tuple[Any, ...],
             break
     else:
         return args, kwargs
-    positions = _array_positions(func, args, kwargs)
-    if not positions:
+    positions, stacked = _array_positions(func, args, kwargs)
+    if not positions and not stacked:
         return args, kwargs
     new_args = list(args)
     new_kwargs = dict(kwargs)
+    for p in stacked:
+        container = new_args if isinstance(p, int) else new_kwargs
+        container[p] = stack(container[p])  # type: ignore[index]
     for p in positions:
         if isinstance(p, tuple):
             i, j = p
             container = new_args if isinstance(i, int) else new_kwargs
-            seq = list(container[i])
-            if _empty(seq[j]):
+            seq = list(container[i])  # type: ignore[index]
+            seq[j] = _host_array(seq[j])
+            if seq[j] is None:
                 return None
-            seq[j] = numpy.asarray(seq[j])
-            container[i] = type(container[i])(seq)
-        elif isinstance(p, int):
-            if _empty(new_args[p]):
-                return None
-            new_args[p] = numpy.asarray(new_args[p])
+            container[i] = type(container[i])(seq)  # type: ignore[index]
         else:
-            if _empty(new_kwargs[p]):
+            container = new_args if isinstance(p, int) else new_kwargs
+            container[p] = _host_array(container[p])  # type: ignore[index]
+            if container[p] is None:  # type: ignore[index]
                 return None
-            new_kwargs[p] = numpy.asarray(new_kwargs[p])
     return tuple(new_args), new_kwargs
 
 
-def _empty(value: Any) -> bool:
-    return (type(value) is list or type(value) is tuple) and not value
+def _host_array(value: Any) -> numpy.ndarray | None:
+    """Array data as NumPy's array, or None where NumPy decides what it means: an empty sequence,
+    or one that makes no array (``histogram2d(x, y, (edges, 4))``: bins per axis, which the
+    dispatcher's probe, having no length, could not tell from one array of edges)."""
+    if (type(value) is list or type(value) is tuple) and not value:
+        return None
+    try:
+        return numpy.asarray(value)
+    except ValueError:
+        return None
 
 
 def _needs_look(value: Any) -> bool:
     t = type(value)
     if t is list or t is tuple:
-        return not value or not _holds_arrays(value) or any(is_data(item) for item in value)
+        return True  # (data, or arrays NumPy may take as one array's items: the dispatcher says which)
     return is_data(value)

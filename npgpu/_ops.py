@@ -244,6 +244,37 @@ COMPARISONS = frozenset({numpy.less, numpy.less_equal, numpy.greater, numpy.grea
 HEAVY_UFUNCS = tuple(getattr(numpy, name) for name in ("matmul", "vecdot", "matvec", "vecmat") if hasattr(numpy, name))
 
 
+def _not_inexact(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """nanmean, nanvar and nanstd (``a, axis, dtype, out, ...``) of inexact data refuse a dtype or an
+    ``out`` that is not inexact (NumPy's TypeError "If a is inexact, then dtype must be inexact")."""
+    a = args[0] if args else kwargs.get("a")
+    if getattr(getattr(a, "dtype", None), "kind", None) not in ("f", "c"):
+        return False  # (NumPy's nanmean of integers is their mean: no such check)
+    dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+    out = args[3] if len(args) > 3 else kwargs.get("out")
+    try:
+        if dtype is not None and numpy.dtype(dtype).kind not in ("f", "c"):
+            return True
+    except TypeError:
+        return True  # (NumPy judges it)
+    return out is not None and getattr(getattr(out, "dtype", None), "kind", None) not in ("f", "c")
+
+
+#: NumPy's own checks of a function's arguments that a device's version of it does not make:
+#: function -> whether NumPy refuses these arguments. Such a call runs in NumPy (counted as a
+#: fallback), whose error is the answer; where the check errs, NumPy's result is.
+NUMPY_REFUSES: dict[Any, Callable[[tuple[Any, ...], dict[str, Any]], bool]] = {
+    numpy.nanmean: _not_inexact, numpy.nanvar: _not_inexact, numpy.nanstd: _not_inexact,
+}
+
+
+def made_at_run_time(ufunc: numpy.ufunc) -> bool:
+    """Whether ``ufunc`` is one a program makes as it runs (``frompyfunc``, ``vectorize``: object
+    loops only), which caches and the report must not keep alive: a loop that vectorizes a bound
+    method at every step would fill them (and hold each method's object) without end."""
+    return ufunc.ntypes == 1 and ufunc.types[0][0] == "O"
+
+
 def dtype_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The dtype a call asks for, positional or keyword: a numpy.dtype, None when not given, False
     when it is not one a backend should interpret (NumPy judges it)."""

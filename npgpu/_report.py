@@ -17,8 +17,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy
+
 from . import _callsite
 from ._errors import FallbackError, FallbackWarning
+from ._ops import made_at_run_time
 
 
 @dataclass
@@ -65,13 +68,20 @@ def _name(func: Any) -> str:
     return name
 
 
+def _kept(func: Any) -> Any:
+    """What the tables keep of ``func``: itself, or for a ufunc made at run time its name."""
+    if type(func) is numpy.ufunc and made_at_run_time(func):
+        return _name(func)
+    return func
+
+
 def record(func: Any, where: str, *, reason: str | None = None, rule: str | None = None,
            other_s: float | None = None) -> None:
     """Count one call of ``func`` that ran on the "device", on the "host" or as a "fallback";
     ``rule``: the placement rule that put it there (npgpu/_placement.py), ``other_s`` the
     estimated seconds of the other choice."""
     site = call_site()
-    key = (func, site, where, reason)
+    key = (_kept(func), site, where, reason)
     with _lock:
         _calls[key] = _calls.get(key, 0) + 1
         if rule is not None:
@@ -169,7 +179,7 @@ def _line(code: Any, offset: int) -> int:
 def record_transfer(direction: str, nbytes: int, seconds: float, func: Any = None, waited: float = 0.0) -> None:
     """Count bytes moved ("to_device" or "to_host"), the time moving them took (``seconds``) and
     the time the transfer first waited for device work queued before it (``waited``)."""
-    key = (func if func is not None else "<conversion to host>", call_site(), direction)
+    key = (_kept(func) if func is not None else "<conversion to host>", call_site(), direction)
     with _lock:
         entry = _moves.setdefault(key, [0, 0.0, 0.0])
         entry[0] += nbytes

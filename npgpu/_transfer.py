@@ -81,7 +81,16 @@ def _record(direction: str, nbytes: int, start: float, moving: float, func: Any,
 
 def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
     """A device copy of a host array; an array whose axes are permuted (Fortran order, a
-    transpose) keeps that layout, as ``np.asarray`` keeps it."""
+    transpose) keeps that layout, as ``np.asarray`` keeps it, and a broadcast view (a zero
+    stride along an axis longer than one: ``broadcast_to(row, shape)``) moves its distinct
+    elements only and is broadcast again on the device (its size is not its memory: 2**33
+    elements of one zero were uploaded whole)."""
+    if array.size > 1 and 0 in array.strides:
+        spread = tuple(n > 1 and s == 0 for n, s in zip(array.shape, array.strides, strict=True))
+        if any(spread):
+            compact = array[tuple(slice(0, 1) if b else slice(None) for b in spread)]
+            native = upload(compact, backend, func)
+            return backend.call_function(numpy.broadcast_to, (native, array.shape), {})
     start = time.perf_counter()
     if array.nbytes >= UPLOAD_SPLIT_BYTES:
         backend.sync()  # (the queued work: device time, not the upload's)

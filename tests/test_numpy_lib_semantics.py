@@ -7,12 +7,16 @@ backend before its fix.
 
 from __future__ import annotations
 
+import gc
+import sys
 import warnings
 
 import numpy
 import pytest
+from conftest import BACKEND_PARAMS
 
-from npgpu._harness import differential
+import npgpu
+from npgpu._harness import backend_context, differential
 
 
 def _caught(call):
@@ -61,6 +65,23 @@ def test_slices_without_degrees_of_freedom_warn_once(xp, name):
     return _caught(lambda: f(a, axis=1, ddof=1)), _caught(lambda: f(xp.asarray(numpy.zeros((0, 3))), axis=0))
 
 
+@pytest.mark.parametrize("name", ["nanmean", "nanvar", "nanstd"])
+@pytest.mark.parametrize("target", [numpy.bool_, numpy.int64, numpy.object_])
+@differential()
+def test_nan_statistics_refuse_a_dtype_or_out_that_is_not_inexact(xp, name, target):
+    # NumPy's TypeError "If a is inexact, then dtype must be inexact" (and out): the devices answered
+    a = xp.asarray(numpy.array([[0.5, numpy.nan, 0.25], [1.0, 2.0, numpy.nan]]))
+    f = getattr(xp, name)
+    with pytest.raises(TypeError, match="inexact"):
+        f(a, axis=1, dtype=target)
+    with pytest.raises(TypeError, match="inexact"):
+        f(a, axis=1, out=numpy.empty(2, target))
+    if target is not numpy.object_:
+        with pytest.raises(TypeError, match="inexact"):
+            f(a, axis=1, out=xp.asarray(numpy.empty(2, target)))
+    return f(a, axis=1, dtype=numpy.float32)
+
+
 @differential()
 def test_average_with_weights_along_axes_in_the_order_given(xp):
     # NumPy 2: weights of a's shape along a tuple of axes, in that tuple's order (OpenCL ignored the
@@ -82,3 +103,142 @@ def test_average_with_weights_along_axes_in_the_order_given(xp):
 def test_eye_in_fortran_order(xp):
     m = xp.eye(4, 3, k=-1, order="F")
     return m, m.flags.f_contiguous, m.flags.c_contiguous, xp.eye(3, order="C").flags.c_contiguous
+
+
+_ONE_ARRAY_CALLS = {
+    "sum": lambda xp, r: xp.sum([r[0], r[1]]),
+    "sum_axis": lambda xp, r: xp.sum([r[0], r[1]], axis=0),
+    "mean": lambda xp, r: xp.mean([r[0], r[1]], axis=0),
+    "max_of_scalars": lambda xp, r: xp.max([r.max(), r.min()]),
+    "transpose": lambda xp, r: xp.transpose([r[0], r[1]]),
+    "where": lambda xp, r: xp.where([r[0] > 1, r[1] > 4], 1, 0),
+    "clip": lambda xp, r: xp.clip([r[0], r[1]], 1, 4),
+    "cumsum": lambda xp, r: xp.cumsum([r[0], r[1]]),
+    "diff": lambda xp, r: xp.diff([r[0], r[1]], axis=0),
+    "average": lambda xp, r: xp.average([r[0], r[1]], axis=0),
+    "argmax": lambda xp, r: xp.argmax([r[0], r[1]]),
+    "sort": lambda xp, r: xp.sort((r[1], r[0]), axis=0),
+    "mixed": lambda xp, r: xp.sum([r[0], numpy.ones(3)], axis=1),
+    # sequences of operands, as before
+    "concatenate": lambda xp, r: xp.concatenate([r[0], r[1]]),
+    "stack": lambda xp, r: xp.stack((r[0], r[1]), axis=1),
+    "block": lambda xp, r: xp.block([[r[:1], r[1:]], [r[1:], r[:1]]]),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_ONE_ARRAY_CALLS))
+@differential()
+def test_a_list_of_arrays_numpy_takes_as_one_array(xp, call):
+    # np.sum([a, b]): NumPy makes one array of the list (its dispatcher names no item, unlike
+    # concatenate's); on OpenCL the device functions got the list itself (AttributeError, and
+    # where() used it as two truth values: a wrong answer)
+    r = xp.asarray(numpy.arange(6.0).reshape(2, 3))
+    return _ONE_ARRAY_CALLS[call](xp, r)
+
+
+@differential()
+def test_bins_per_axis_as_a_tuple(xp):
+    # histogram2d(x, y, (edges, 4)): bins per axis, not one array of edges (its conversion to one
+    # array raised ValueError before NumPy could read it)
+    x = xp.asarray(numpy.array([0, 0.09207008, 0.64575234, 0.12875982, 0.47390599, 0.59944483, 1]))
+    y = xp.asarray(numpy.array([0, 0.14344267, 0.48988575, 0.30558665, 0.44700682, 0.15886423, 1]))
+    edges = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1)
+    return xp.histogram2d(x, y, (edges, 4)), xp.histogram2d(x, y, (4, edges))
+
+
+@differential()
+def test_bins_per_axis_as_a_list_holding_an_array(xp):
+    # histogramdd(x, bins=[3, edges]): its dispatcher names the list's items (bins per axis), after
+    # asking the sample for a shape (the probe of which arrays NumPy names has one)
+    x = xp.arange(6).reshape(3, 2)
+    with numpy.errstate(invalid="ignore"):
+        return xp.histogramdd(x, bins=[3, xp.asarray(numpy.array([-1, 2, numpy.inf]))])
+
+
+@pytest.mark.parametrize("name, ufunc", [("nanmax", "fmax"), ("nanmin", "fmin"), ("max", "maximum"), ("sum", "add"),
+                                         ("mean", "add")])
+@differential()
+def test_a_reduction_into_an_out_of_the_wrong_shape_raises_numpys_error(xp, name, ufunc):
+    # NumPy's message names the reduction's ufunc; OpenCL's said "output parameter has shape ..."
+    a = xp.asarray(numpy.arange(10.0))
+    out = xp.asarray(numpy.zeros(2))
+    with pytest.raises(ValueError, match=f"reduction operation {ufunc}"):
+        getattr(xp, name)(a, out=out)
+    return out
+
+
+@pytest.mark.parametrize("backend", [p for p in BACKEND_PARAMS if p.values[0] in ("emulated", "opencl", "cupy")])
+def test_a_broadcast_host_operand_moves_its_distinct_elements_only(backend):
+    # broadcast_to(row, shape) is one row in memory: its upload moves the row and broadcasts it
+    # again on the device (a view of 2**33 elements of one zero was uploaded whole: MemoryError)
+    row = numpy.random.default_rng(11).random(300)
+    with backend_context(backend, threshold=0):
+        d = npgpu.asarray(numpy.ones((400, 300)))
+        before = npgpu.report().as_dict()["totals"]["bytes_to_device"]
+        result = d * numpy.broadcast_to(row, (400, 300))
+        moved = npgpu.report().as_dict()["totals"]["bytes_to_device"] - before
+        numpy.testing.assert_array_equal(numpy.asarray(result), numpy.ones((400, 300)) * row)
+        assert moved == row.nbytes
+        before = npgpu.report().as_dict()["totals"]["bytes_to_device"]
+        zeros = npgpu.asarray(numpy.broadcast_to(numpy.zeros(1), (1 << 20, 2)))
+        assert npgpu.report().as_dict()["totals"]["bytes_to_device"] - before == 8
+        assert not zeros.flags.writeable and zeros.shape == (1 << 20, 2)
+        assert [part.shape for part in npgpu.array_split(zeros, 4)] == [(1 << 18, 2)] * 4
+        assert not numpy.asarray(zeros).any()
+
+
+@pytest.mark.parametrize("backend", [p for p in BACKEND_PARAMS if p.values[0] in ("emulated", "opencl", "cupy")])
+def test_ufuncs_made_at_run_time_are_not_kept_alive(backend):
+    # frompyfunc (and vectorize) of a bound method at every step: the report and the dispatcher's
+    # caches held every such ufunc, and with it the method's object (NumPy's TestLeaks)
+    class Model:
+        def step(self, x):
+            return x + 1
+
+    method = Model.step
+    with backend_context(backend, threshold=0):
+        d = npgpu.arange(10)
+        held = sys.getrefcount(method)
+        for _ in range(20):
+            model = Model()
+            numpy.frompyfunc(model.step, 1, 1)(d)
+            npgpu.vectorize(model.step)(d)
+        model = None
+        gc.collect()
+        assert sys.getrefcount(method) == held
+
+
+_HOST_DATA_CALLS = {
+    "where": lambda xp, h: xp.where(h > 2, [10, 20, 30], 0),
+    "transpose": lambda xp, h: xp.transpose([h[0], h[1]]),
+    "clip": lambda xp, h: xp.clip(h, [1, 2, 3], 4),
+    "sum": lambda xp, h: xp.sum([h[0], h[1]], axis=0),
+    "concatenate": lambda xp, h: xp.concatenate([h, [[7, 8, 9]]]),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_HOST_DATA_CALLS))
+@differential(threshold=0)
+def test_host_data_placed_on_the_device_with_lists_of_data(xp, call):
+    # host arrays the device takes (above the threshold) with lists beside them: the lists went to
+    # the device's function as lists (OpenCL: TypeError, AttributeError). (Values compared: where
+    # such work runs is placement's choice, a reduction of host data stays on the host.)
+    return numpy.asarray(_HOST_DATA_CALLS[call](xp, numpy.arange(6.0).reshape(2, 3))).tolist()
+
+
+_HOST_OUT_CALLS = {
+    "sum": lambda xp, h, o: xp.sum(h, axis=0, out=o[0]),
+    "cumsum": lambda xp, h, o: xp.cumsum(h[0], out=o[0]),
+    "clip": lambda xp, h, o: xp.clip(h, 1, 4, out=o[1]),
+    "mean": lambda xp, h, o: xp.mean(h, axis=0, out=o[0]),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_HOST_OUT_CALLS))
+@differential(threshold=0)
+def test_host_data_with_a_host_out_is_written_there(xp, call):
+    # host data the device would take, with out= a host array: the CuPy path (emulated) wrote its
+    # result into an uploaded copy of out, leaving the caller's zeros
+    outs = (numpy.zeros(3), numpy.zeros((2, 3)))
+    result = _HOST_OUT_CALLS[call](xp, numpy.arange(6.0).reshape(2, 3), outs)
+    return [o.tolist() for o in outs], any(result is o for o in outs)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy
 
-from .. import _fperr, _native, _report
+from .. import _fperr, _native, _ops, _report
 from .._array import RECORDED_SCALARS, DeviceArray
 from ..kernels import ufuncs as _table
 from .materialize import materialize
@@ -37,7 +37,8 @@ def can_fuse(backend: Any, ufunc: numpy.ufunc, loop: tuple[numpy.dtype, ...],
                  and backend.supports_dtypes(dtypes))
         if len(_FUSIBLE) >= _FUSIBLE_MAX:
             _FUSIBLE.clear()
-        _FUSIBLE[key] = known
+        if not _ops.made_at_run_time(ufunc):
+            _FUSIBLE[key] = known
     return known
 
 
