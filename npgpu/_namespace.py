@@ -6,6 +6,7 @@ and go through the dispatcher when it is on; types, dtypes and constants are Num
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import types
@@ -224,6 +225,11 @@ def wrap_function(func: Callable[..., Any], module: str = "npgpu", native: bool 
 
 
 def _finish(wrapper: Callable[..., Any], func: Callable[..., Any], module: str) -> Callable[..., Any]:
+    if not hasattr(type(func), "__get__") and type(wrapper) is types.FunctionType:
+        # (np.array, np.zeros: C functions, which a class attribute does not bind; a Python
+        # function would: ``class T: array = np.array`` then ``self.array(x)``. A partial binds
+        # not; the C Wrapper binds as its NumPy function does.)
+        wrapper = functools.partial(wrapper)
     wrapper.__name__ = getattr(func, "__name__", "function")
     wrapper.__qualname__ = wrapper.__name__
     wrapper.__doc__ = getattr(func, "__doc__", None)

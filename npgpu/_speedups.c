@@ -124,6 +124,7 @@ typedef struct {
     int kind;
     int fast;       /* FUNCTION: small host calls may skip the dispatcher */
     int size_mode;  /* CREATION: how the element count is read */
+    int binds;      /* as the NumPy function does, bound as a method when stored on a class */
     PyObject *func;    /* the NumPy function */
     PyObject *impl;    /* what NumPy's own dispatch would end in (FUNCTION) */
     PyObject *routed;  /* the general wrapper of func (the other kinds' slow road) */
@@ -696,6 +697,9 @@ wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->kind = kind;
     self->fast = fast;
     self->size_mode = size_mode;
+    /* np.array and np.zeros are C functions, which a class attribute does not bind (class T: array =
+       np.array; self.array([1, 2])); NumPy's dispatched functions bind, as Python functions do */
+    self->binds = Py_TYPE(func)->tp_descr_get != NULL;
     self->func = Py_NewRef(func);
     self->impl = Py_NewRef(impl);
     self->routed = Py_NewRef(routed);
@@ -753,6 +757,16 @@ wrapper_descr_get(PyObject *self, PyObject *obj, PyObject *type)
     return PyMethod_New(self, obj);
 }
 
+/* A Wrapper binds where its NumPy function does (not np.array's: a C function). */
+static PyObject *
+wrapper_function_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (!((Wrapper *)self)->binds) {
+        return Py_NewRef(self);
+    }
+    return wrapper_descr_get(self, obj, type);
+}
+
 static PyObject *
 wrapper_repr(Wrapper *self)
 {
@@ -795,7 +809,9 @@ static PyTypeObject WrapperType = {
     .tp_name = "npgpu._speedups.Wrapper",
     .tp_doc = "npgpu's face of one NumPy function, with the small-call check in C.",
     .tp_basicsize = sizeof(Wrapper),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    /* (not a method descriptor: a call through an instance must ask tp_descr_get, which binds only
+       where the NumPy function binds) */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_new = wrapper_new,
     .tp_traverse = (traverseproc)wrapper_traverse,
     .tp_clear = (inquiry)wrapper_clear,
@@ -804,7 +820,7 @@ static PyTypeObject WrapperType = {
     .tp_vectorcall_offset = offsetof(Wrapper, vectorcall),
     .tp_dictoffset = offsetof(Wrapper, dict),
     .tp_weaklistoffset = offsetof(Wrapper, weakrefs),
-    .tp_descr_get = wrapper_descr_get,
+    .tp_descr_get = wrapper_function_descr_get,
     .tp_repr = (reprfunc)wrapper_repr,
     .tp_methods = wrapper_methods,
     .tp_members = wrapper_members,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import numpy
 import pytest
@@ -73,6 +74,21 @@ def test_numpy_testing_accepts_device_arrays(device_backend):
                 module.assert_equal(a, [0.0, 1.0, 2.0, 4.0])
             with pytest.raises(AssertionError):
                 module.assert_array_almost_equal(a, [0.0, 1.0, 2.5, 3.0])
+
+
+def test_functions_stored_on_a_class_bind_as_numpys_do():
+    # ``class T: array = np.array`` then ``self.array(x)``: NumPy's C functions (array, zeros,
+    # arange) are not bound as methods, its dispatched ones (sum) are; npgpu's wrappers bound
+    # them all, so self became the data (NumPy's test_linalg with npgpu off)
+    names = [n for n in dir(numpy) if not n.startswith("_") and callable(getattr(numpy, n))
+             and not isinstance(getattr(numpy, n), type) and getattr(npgpu, n, None) is not getattr(numpy, n)]
+    assert {"array", "zeros", "arange", "sum", "concatenate"} <= set(names)
+    for name in names:
+        holder = type("Holder", (), {"numpys": getattr(numpy, name), "ours": getattr(npgpu, name)})()
+        assert isinstance(holder.numpys, types.MethodType) == isinstance(holder.ours, types.MethodType), name
+    holder = type("Holder", (), {"array": npgpu.array, "zeros": npgpu.zeros})()
+    numpy.testing.assert_array_equal(holder.array([[1, 3]], dtype=float), numpy.array([[1.0, 3.0]]))
+    assert holder.zeros(2).shape == (2,)
 
 
 def test_ufuncs_are_numpys_own_objects_and_functions_are_wrapped():
