@@ -67,6 +67,21 @@ def current() -> State:
     return _state.get() or _default
 
 
+def _after_fork_in_child() -> None:
+    """In a child of ``os.fork()``, acceleration by a device the parent had opened is off (its
+    context stayed in the parent: PoCL's calls would hang, CUDA's fail): the child's NumPy work is
+    NumPy's (NumPy's test_linalg forks under an enabled PoCL device)."""
+    global _default
+    if _default.backend is not None and not _default.backend.survives_fork:
+        _default = State()
+    state = _state.get()
+    if state is not None and state.backend is not None and not state.backend.survives_fork:
+        _state.set(State())
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def current_backend() -> str | None:
     """Name of the active backend, or None when acceleration is off."""
     backend = current().backend

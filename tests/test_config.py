@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import threading
 
+import numpy
 import pytest
 
 import npgpu
@@ -108,3 +109,33 @@ def test_cupy_unavailable_says_why():
         assert "not installed" in message
     else:
         assert "no usable CUDA GPU" in message
+
+
+@pytest.mark.parametrize("backend", ["emulated", pytest.param("opencl", marks=pytest.mark.opencl)])
+def test_a_forked_child_does_not_use_the_parents_device(backend):
+    # NumPy's test_linalg forks (xerbla) under an enabled PoCL device: the child's np.array hung,
+    # PoCL's threads being the parent's. A device context made before the fork stays the parent's:
+    # the child computes with NumPy, and asking for that device there says why it can't.
+    import os
+
+    with npgpu.enable(backend, threshold=0):
+        parent = npgpu.asarray(numpy.ones(10))
+        assert float(parent.sum()) == 10.0
+        pid = os.fork()
+        if pid == 0:  # (the child: exit statuses carry what it found)
+            try:
+                made = npgpu.array([[1.0]])
+                total = float(npgpu.sum(npgpu.ones(5)))
+                on_device = type(made) is not numpy.ndarray
+                try:
+                    npgpu.enable(backend)
+                    refused = False
+                except npgpu.BackendUnavailableError as e:
+                    refused = "forked" in str(e)
+                survives = backend == "emulated"
+                os._exit(0 if total == 5.0 and on_device == survives and refused != survives else 3)
+            except BaseException:
+                os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        assert float((parent * 2).sum()) == 20.0

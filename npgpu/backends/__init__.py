@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import threading
 from typing import Any
 
@@ -33,6 +34,21 @@ _INSTALL_HINT = {
 
 _instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Backend] = {}
 _lock = threading.Lock()
+#: Backends whose device context this process's parent made before ``os.fork()``: they can't run
+#: here (Backend.survives_fork), and asking for them says so instead of hanging.
+_forked_away: set[str] = set()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # (another thread of the parent may have held it at the fork)
+    for key, backend in list(_instances.items()):
+        if not backend.survives_fork:
+            _forked_away.add(key[0])
+            del _instances[key]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _backend_class(name: str) -> type[Backend]:
@@ -45,6 +61,9 @@ def _backend_class(name: str) -> type[Backend]:
 
 def unavailable_reason(name: str, **options: Any) -> str | None:
     """None when backend ``name`` can run here, else a sentence saying why not."""
+    if name in _forked_away:
+        return (f"this process was forked from one that had used the {name} device, whose context does not "
+                "come to a child process: start workers with multiprocessing's 'spawn' or 'forkserver'")
     package = _REQUIRES.get(name)
     if package is not None and importlib.util.find_spec(package) is None:
         return f"the {name} backend needs the Python package {package!r}, which is not installed: {_INSTALL_HINT[name]}"

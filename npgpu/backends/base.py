@@ -129,6 +129,9 @@ class Backend:
     name: ClassVar[str] = "base"
     #: True when arrays live in the host's own memory (the numpy backend).
     is_host: ClassVar[bool] = False
+    #: Whether an instance made before ``os.fork()`` still works in the child: not where it holds a
+    #: device context, whose threads and queues stay in the parent (PoCL's calls then hang, CUDA's fail).
+    survives_fork: ClassVar[bool] = True
     #: Whether native arrays export themselves through DLPack (``__dlpack__``); where they don't,
     #: a device array exports a host copy (kDLCPU), as DLPack's ``copy=None`` allows.
     dlpack_native: ClassVar[bool] = True

@@ -31,6 +31,7 @@ class CupyBackend(Kernels, ArrayModuleBackend):
     """NVIDIA GPUs through CuPy."""
 
     name = "cupy"
+    survives_fork = False  # (CUDA refuses a context its parent process made before fork())
     # Measured on an H200 machine (tools/measure_cupy.py, 2026-11-30): one elementwise op on
     # arrays already on the device costs ~45 us there against NumPy's ~120 us at 1e5 float64
     # elements, so arrays from 1 MiB are made on the device; an op on host inputs only beat

@@ -59,6 +59,7 @@ class OpenCLBackend(Device, Memory, Launch, Elementwise, Creation, Reductions, M
 
     name = "opencl"
     is_host = False
+    survives_fork = False  # (its context's threads and queues stay in the parent)
     dlpack_native = False  # (pyopencl's arrays have no DLPack export: device arrays export host copies)
     functions: ClassVar[dict[Callable[..., Any], Callable[..., Any]]] = routing.FUNCTIONS
     # Ceilings of the measured thresholds (calibrate): GPUs the base values; CPU devices (PoCL)
