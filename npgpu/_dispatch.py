@@ -314,7 +314,7 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         return out
     if func is numpy.ndarray.__getitem__:
         return wrap(result, backend, func, not _keeps_dimensions(args[1]), devices)
-    wrapped = wrap(result, backend, func, True, devices)
+    wrapped = _ops.named_result(func, args, kwargs, wrap(result, backend, func, True, devices))
     if origin is not None:
         _residency.track(wrapped, state, origin)
     elif tracked and devices and isinstance(wrapped, numpy.generic):

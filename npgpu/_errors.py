@@ -81,6 +81,17 @@ class KernelBuildError(RuntimeError):
         return f"kernel build failed: {first[:200]}"
 
 
+class NeedsNumpyError(RuntimeError):
+    """A device function found, in the values it was given, a case only NumPy's own sequential
+    algorithm answers as NumPy does (interp's sample points holding NaN, where NumPy's search
+    follows its guess from the element before). The call runs in NumPy instead, counted, with
+    ``reason``; raised before anything is written."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"npgpu: {reason}")
+
+
 class DeviceLostError(RuntimeError):
     """The device stopped working after the backend was enabled (removed, reset, driver failure).
     Arrays on it are lost; npgpu can't recover them."""
@@ -93,4 +104,4 @@ class StagingTimeoutError(TimeoutError):
 
 
 #: What a backend raises that the core turns into a counted fallback to NumPy.
-FALLBACK_FAULTS = (DeviceMemoryError, KernelBuildError)
+FALLBACK_FAULTS = (DeviceMemoryError, KernelBuildError, NeedsNumpyError)

@@ -27,8 +27,10 @@ _PLAIN = (int, float, complex, bool, numpy.generic, numpy.ndarray, type(None), s
 _NEVER_DATA = frozenset({DeviceArray, int, float, bool, type(None), str, numpy.ndarray, numpy.dtype, type})
 
 #: Arguments NumPy's dispatchers list as relevant that are small host values, not array data:
-#: split points and tile counts (a backend takes them as Python sequences, never as device arrays).
-HOST_VALUES = frozenset({"indices_or_sections", "reps", "shape", "newshape"})
+#: split points, tile counts and pad's widths and values (a backend takes them as Python
+#: sequences, never as device arrays).
+HOST_VALUES = frozenset({"indices_or_sections", "reps", "shape", "newshape", "pad_width", "constant_values",
+                         "end_values", "stat_length"})
 
 #: Functions whose list arguments are host values, not array data: einsum's sublist form
 #: (``np.einsum(a, [0, 1])``, ``[Ellipsis]``), which its dispatcher lists among the operands.

@@ -275,6 +275,54 @@ def made_at_run_time(ufunc: numpy.ufunc) -> bool:
     return ufunc.ntypes == 1 and ufunc.types[0][0] == "O"
 
 
+#: NumPy functions whose results are named tuples (``svd(a).U``, ``unique_counts(a).counts``), each
+#: with a call of it on a tiny array that gives NumPy's type (asked once, at first need): a
+#: device's function may answer a plain tuple (CuPy's svd, eigh, qr, slogdet)
+_NAMED_RESULT_SAMPLES: dict[Any, Callable[[], Any]] = {
+    numpy.linalg.svd: lambda: numpy.linalg.svd(numpy.eye(1)),
+    numpy.linalg.eig: lambda: numpy.linalg.eig(numpy.eye(1)),
+    numpy.linalg.eigh: lambda: numpy.linalg.eigh(numpy.eye(1)),
+    numpy.linalg.qr: lambda: numpy.linalg.qr(numpy.eye(1)),
+    numpy.linalg.slogdet: lambda: numpy.linalg.slogdet(numpy.eye(1)),
+    **{getattr(numpy, name): (lambda name=name: getattr(numpy, name)(numpy.zeros(1)))
+       for name in ("unique_all", "unique_counts", "unique_inverse") if hasattr(numpy, name)},
+}
+_named_results: dict[Any, type] = {}
+
+
+def named_result(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> Any:
+    """``result`` as NumPy's named tuple where ``func`` returns one and the device gave a plain
+    tuple of as many items; else ``result`` itself. (qr's mode="raw" is a plain tuple in NumPy.)"""
+    if type(result) is not tuple or func not in _NAMED_RESULT_SAMPLES:
+        return result
+    if func is numpy.linalg.qr and (args[1] if len(args) > 1 else kwargs.get("mode")) == "raw":
+        return result
+    kind = _named_results.get(func)
+    if kind is None:
+        kind = _named_results[func] = type(_NAMED_RESULT_SAMPLES[func]())
+    fields = getattr(kind, "_fields", None)
+    return kind(*result) if fields is not None and len(fields) == len(result) else result
+
+
+def pad_pairs(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """``pad``'s widths as NumPy reads them: (before, after) per axis, from an int, pairs, or a
+    dict of axis -> width (NumPy 2.3); NumPy's TypeError for widths that are not integers and its
+    ValueError for negative ones."""
+    if isinstance(pad_width, dict):
+        pairs = [(0, 0)] * ndim
+        for axis, width in pad_width.items():
+            pairs[axis] = (width, width) if isinstance(width, int) else tuple(width)
+        pad_width = pairs
+    widths = numpy.asarray(pad_width)
+    if widths.dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    if widths.size and widths.min() < 0:
+        raise ValueError("index can't contain negative values")
+    if widths.size == 1 or (widths.size == 2 and widths.shape != (2, 1)):  # (one width, or one pair, for all)
+        widths = widths.ravel()
+    return [(int(b), int(a)) for b, a in numpy.broadcast_to(widths, (ndim, 2)).tolist()]
+
+
 def dtype_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The dtype a call asks for, positional or keyword: a numpy.dtype, None when not given, False
     when it is not one a backend should interpret (NumPy judges it)."""

@@ -242,3 +242,62 @@ def test_host_data_with_a_host_out_is_written_there(xp, call):
     outs = (numpy.zeros(3), numpy.zeros((2, 3)))
     result = _HOST_OUT_CALLS[call](xp, numpy.arange(6.0).reshape(2, 3), outs)
     return [o.tolist() for o in outs], any(result is o for o in outs)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric", "wrap", "mean"])
+@differential()
+def test_pad_reads_its_widths_as_numpy_does(xp, mode):
+    # NumPy 2's widths by axis (a dict), its TypeError for widths that are not integers (the
+    # devices rounded them), widths given as a device array, and a Fortran-ordered array padded
+    # into a Fortran-ordered one (NumPy's lib/tests/test_arraypad.py)
+    a = xp.asarray(numpy.arange(30.0).reshape(6, 5))
+    for bad in (3.4, ((2, 3), (3.0, 2)), "3", None, ((-2.1, 3), (3, 2))):
+        with pytest.raises(TypeError, match="integral"):
+            xp.pad(a, bad, mode)
+    with pytest.raises(ValueError):
+        xp.pad(a, ((-1, 2), (0, 0)), mode)
+    fortran = xp.pad(xp.asarray(numpy.asfortranarray(numpy.ones((5, 10)))), 5, mode)
+    widths = xp.asarray(numpy.array([[2, 3], [3, 2]]))
+    return (xp.pad(a, {1: (1, 2)}, mode), xp.pad(a, {-1: 2}, mode), xp.pad(a, widths, mode), xp.pad(a, (1, 2), mode),
+            fortran.flags.f_contiguous, xp.pad(a, 2, mode).flags.c_contiguous)
+
+
+@differential(rtol=1e-10, atol=1e-12)
+def test_linalg_results_are_numpys_named_tuples(xp):
+    # svd(a).U, qr(a).Q, slogdet(a).logabsdet: CuPy's answer plain tuples (emulated: the CuPy path)
+    a = xp.asarray(numpy.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]]))
+    svd, eigh, qr, slogdet = xp.linalg.svd(a), xp.linalg.eigh(a), xp.linalg.qr(a), xp.linalg.slogdet(a)
+    raw = xp.linalg.qr(a, mode="raw")
+    return (type(svd).__name__, svd.S, type(eigh).__name__, eigh.eigenvalues, type(qr).__name__,
+            abs(qr.R), type(slogdet).__name__, slogdet.logabsdet, type(raw).__name__)
+
+
+@differential()
+def test_broadcast_arrays_of_a_number_and_an_array(xp):
+    # broadcast_arrays(0, a): NumPy's 0-d array of the number (OpenCL asked the int for a shape);
+    # NumPy 2 gives a tuple (CuPy's is a list)
+    original = xp.asarray(numpy.array([1, 2, 3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # (NumPy's about writing to broadcast results)
+        zero, same = xp.broadcast_arrays(0, original)
+    kind = type(xp.broadcast_arrays(original, original)).__name__
+    return kind, zero, same, xp.broadcast_arrays(original[:, None], 2.5)
+
+
+@pytest.mark.parametrize("points", [[numpy.nan, 1.0], [0.0, numpy.nan, 2.0], [0.0, 2.0, 1.0, 3.0, 4.0, 5.0], [3, 1, 2],
+                                    [0, 1, 1, 2], [0.0, 1.0]])
+@differential()
+def test_interp_of_sample_points_that_are_not_increasing_is_numpys(xp, points):
+    # NumPy's search starts from its guess of the element before: for such sample points only it
+    # gives its answer. OpenCL's kernel read xp[-1] for xp = [nan, 1]: 0.0 or NaN by chance.
+    sample = numpy.asarray(points)
+    x = numpy.linspace(-0.2, 5.2, 17)
+    return xp.interp(x, xp.asarray(sample), numpy.arange(sample.size, dtype=float)), xp.interp(0.5, sample, [0, 10])
+
+
+@differential()
+def test_pad_of_a_0d_array_is_its_copy(xp):
+    a = xp.ones(())
+    with pytest.raises(ValueError):
+        xp.pad(a, 1, mode="bogus")
+    return xp.pad(a, (2, 1), mode="constant", constant_values=0), xp.pad(a, 3, mode="edge")

@@ -166,7 +166,7 @@ def _report_of(func):
 def test_native_wrapper_matches_python_wrapper(state, func, args, kwargs):
     native = _namespace._wrapper(func, "npgpu", native=True)
     python = _namespace._wrapper(func, "npgpu", native=False)
-    assert type(native).__module__ == "npgpu._speedups" and inspect.isfunction(python)
+    assert type(native).__module__ == "npgpu._speedups" and callable(python)
     with _context(state), numpy.errstate(all="ignore"):
         npgpu.report(reset=True)
         got = _outcome(native, args, kwargs)
@@ -196,19 +196,24 @@ def test_wrappers_look_like_the_functions_they_wrap():
     assert inspect.signature(npgpu.clip) == inspect.signature(numpy.clip)
 
 
-def test_wrapper_stored_on_a_class_binds_like_a_function():
-    python = _namespace._wrapper(numpy.asarray, "npgpu", native=False)
-
+def test_wrappers_stored_on_a_class_bind_as_numpys_functions_do():
+    # numpy.asarray (a C function) is not bound as a method; numpy.sum (dispatched) is, as a Python
+    # function is: the C and the Python wrappers alike
     class Holder:
-        native_method = npgpu.asarray
-        python_method = python
+        numpys_asarray = numpy.asarray
+        native_asarray = npgpu.asarray
+        python_asarray = _namespace._wrapper(numpy.asarray, "npgpu", native=False)
+        native_sum = npgpu.sum
+        python_sum = _namespace._wrapper(numpy.sum, "npgpu", native=False)
 
         def __array__(self, dtype=None, copy=None):
             return numpy.arange(3.0)
 
     h = Holder()
-    numpy.testing.assert_array_equal(h.native_method(), h.python_method())
-    assert Holder.native_method is npgpu.asarray
+    for unbound in (h.numpys_asarray, h.native_asarray, h.python_asarray):
+        numpy.testing.assert_array_equal(unbound([1.0, 2.0]), numpy.array([1.0, 2.0]))
+    assert h.native_sum() == h.python_sum() == 3.0  # (h bound as the array: its __array__)
+    assert Holder.native_asarray is npgpu.asarray
 
 
 def test_counter_cell():

@@ -141,7 +141,7 @@ class Program:
         kind = rng.choice(["ufunc2", "ufunc2", "scalar2", "ufunc1", "reduce", "view", "astype", "inplace",
                            "write_basic", "write_mask", "write_index", "where", "clip", "concat", "read",
                            "take", "select", "sort", "dot", "nanreduce", "round", "compare", "overlap",
-                           "write_values", "reshape", "reshape", "matmul", "fill", "loop"])
+                           "write_values", "reshape", "reshape", "matmul", "fill", "loop", "listed"])
         i = self._pick(env)
         if i is None:
             return None
@@ -200,6 +200,8 @@ class Program:
         if kind == "concat":
             j = self._pick(env)
             return ("concat", i, j)
+        if kind == "listed":  # (a list of arrays NumPy takes as one array: np.max([a, b], axis=0))
+            return ("listed", str(rng.choice(["sum", "max", "min", "where", "transpose"])), i, self._pick(env))
         if kind == "read":
             if a.size == 0:
                 return None
@@ -344,6 +346,18 @@ def execute(xp: Any, statement: tuple[Any, ...], env: list[Any], inexact: list[i
             i, j = statement[1:]
             result = xp.concatenate([env[i].ravel(), env[j].ravel()])
             taint = max(inexact[i], inexact[j])
+        elif kind == "listed":
+            name, i, j = statement[1:]
+            items = [env[i], env[j]]
+            if name == "where":
+                result = xp.where([env[i] > 0, env[j] > 0], 1, 0)
+            elif name == "transpose":
+                result = xp.transpose(items)
+            else:  # (two values a slot: no order to differ in, but which zero a sum or a tie keeps)
+                result = getattr(xp, name)(items, axis=0)
+            ties = name in ("max", "min") and xp is numpy and all(isinstance(v, numpy.ndarray) for v in items) \
+                and _both_zeros(numpy.concatenate([numpy.ravel(v) for v in items]).astype(numpy.float64))
+            taint = max(inexact[i], inexact[j], INEXACT * (name == "sum" or bool(ties)))
         elif kind == "take":
             i, index = statement[1:]
             result = env[i][xp.asarray(numpy.array(index))]

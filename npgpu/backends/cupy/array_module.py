@@ -128,6 +128,8 @@ _COMPOSED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("correlate", "correlate", ("a", "v", "mode")),
     ("nanmean", "nanmean", ("a", "axis", "dtype", "out", "keepdims")),
     ("average", "average", ("a", "axis", "weights", "returned", "keepdims")),
+    ("broadcast_arrays", "broadcast_arrays", ("subok",)),
+    ("interp", "interp", ("x", "xp", "fp", "left", "right", "period")),
     ("nanvar", "nanvar", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
     ("nanstd", "nanstd", ("a", "axis", "dtype", "out", "ddof", "keepdims")),
     ("nanargmax", "nanargmax", ("a", "axis", "out", "keepdims")),

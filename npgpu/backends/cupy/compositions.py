@@ -14,7 +14,8 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ... import _fperr
+from ... import _fperr, _ops
+from ..._errors import NeedsNumpyError
 from ...kernels import ir
 from ...kernels import ufuncs as _table
 
@@ -349,24 +350,30 @@ class Compositions:
 
     # -- pad(mode="wrap"): NumPy's wrap is periodic (strict multiples of the data since NumPy 1.25) ---------
     def pad(self, array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
-        """NumPy's pad; mode 'wrap' as NumPy defines it (the periodic extension of each axis), which
+        """NumPy's pad: its widths read as NumPy reads them (an int, pairs, or a dict of axis ->
+        width; NumPy's TypeError for widths that are not integers), a Fortran-ordered array padded
+        into one, and mode 'wrap' as NumPy defines it (the periodic extension of each axis), which
         CuPy's differs from where a pad is wider than the axis."""
+        pairs = _ops.pad_pairs(pad_width, array.ndim)
+        if not array.ndim:
+            numpy.pad(numpy.zeros((), array.dtype), 0, mode, **kwargs)  # (NumPy's errors for the mode and keywords)
+            return array.copy()  # (nothing to pad: NumPy's is a copy)
         if mode != "wrap":
-            return self.xp.pad(array, pad_width, mode, **kwargs)
-        if kwargs:
-            raise ValueError(f"unsupported keyword arguments for mode 'wrap': {set(kwargs)}")
-        widths = numpy.round(numpy.asarray(pad_width)).astype(numpy.intp)
-        if widths.size and widths.min() < 0:
-            raise ValueError("index can't contain negative values")
-        pairs = numpy.broadcast_to(widths, (array.ndim, 2)).tolist()  # (NumPy's pairs: (before, after) per axis)
-        result = array
-        for axis, (left, right) in enumerate(pairs):
-            n = array.shape[axis]
-            if n == 0 and (left or right):
-                raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
-            if left or right:
-                result = self.xp.take(result, self.xp.arange(-left, n + right) % n, axis)
-        return result if result is not array else array.copy()
+            result = self.xp.pad(array, pairs, mode, **kwargs)
+        else:
+            if kwargs:
+                raise ValueError(f"unsupported keyword arguments for mode 'wrap': {set(kwargs)}")
+            result = array
+            for axis, (left, right) in enumerate(pairs):
+                n = array.shape[axis]
+                if n == 0 and (left or right):
+                    raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
+                if left or right:
+                    result = self.xp.take(result, self.xp.arange(-left, n + right) % n, axis)
+            if result is array:
+                result = array.copy()
+        fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+        return self.xp.asfortranarray(result) if fortran and not result.flags.f_contiguous else result
 
     # -- convolve/correlate of floats: CuPy's go through an FFT; NumPy's are direct sums ---------------
     def convolve(self, a: Any, v: Any, mode: Any = "full") -> Any:
@@ -567,6 +574,23 @@ class Compositions:
         if total.shape != average.shape:
             total = xp.broadcast_to(total, average.shape).copy()
         return average, total
+
+    def broadcast_arrays(self, *args: Any, subok: bool = False) -> tuple[Any, ...]:
+        """NumPy 2's broadcast_arrays: a tuple (CuPy's is a list), a number among the arguments
+        taken as NumPy's 0-d array of it (``broadcast_arrays(0, a)``)."""
+        return tuple(self.xp.broadcast_arrays(*(a if self.is_native(a) else self.xp.asarray(a) for a in args)))
+
+    def interp(self, x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
+        """CuPy's interp where NumPy's answer is the one a bisection gives: sample points that are
+        increasing. NumPy's search starts from its guess of the element before, so for points that
+        are not (or hold NaN) only NumPy's own search gives its answer (a counted fallback)."""
+        points = xp if self.is_native(xp) else self.xp.asarray(xp)
+        if period is None and points.ndim == 1 and points.size > 1 and points.dtype.kind in "biuf":
+            disorder = self.xp.logical_or(self.xp.isnan(points).any(), (points[1:] < points[:-1]).any())
+            if bool(disorder):
+                raise NeedsNumpyError("interp of sample points xp that are not increasing: NumPy's search, "
+                                      "element by element")
+        return self.xp.interp(x, xp, fp, left, right, period)
 
     def nanmean(self, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """NumPy's nanmean: CuPy's, with NumPy's "Mean of empty slice" RuntimeWarning where a slice

@@ -298,6 +298,8 @@ class Movement(Backend):
 
     @implements(numpy.broadcast_arrays, kwargs=_numpy_keywords(numpy.broadcast_arrays), complex_values=True)
     def broadcast_arrays(self, *arrays: CLArray, subok: bool = False) -> tuple[CLArray, ...]:
+        # (a number among them is NumPy's 0-d array of it: broadcast_arrays(0, a))
+        arrays = tuple(a if isinstance(a, CLArray) else self.from_host(numpy.asarray(a)) for a in arrays)
         shape = numpy.broadcast_shapes(*(a.shape for a in arrays))
         return tuple(self.numpy_view(numpy.broadcast_to, a, shape) for a in arrays)
 

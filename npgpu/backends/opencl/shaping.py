@@ -10,8 +10,9 @@ from typing import Any
 import numpy
 from numpy.lib import _arraypad_impl
 
+from ... import _ops
 from ..base import Backend
-from .array import CLArray, _native_or_device
+from .array import CLArray, _is_f_contiguous, _native_or_device
 from .routing import implements
 
 _NO_BYTES = numpy.dtype([])
@@ -78,9 +79,12 @@ class Shaping(Backend):
     def pad(self, array: CLArray, pad_width: Any, mode: str = "constant", **kwargs: Any) -> CLArray:
         """NumPy's pad in the constant, edge, reflect (even), symmetric and wrap modes."""
         numpy.pad(numpy.zeros((1,) * array.ndim, array.dtype), 0, mode=mode, **kwargs)  # (mode/keyword errors)
-        pairs = [tuple(int(w) for w in pair) for pair in _arraypad_impl._as_pairs(pad_width, array.ndim, True)]
+        pairs = _ops.pad_pairs(pad_width, array.ndim)
         shape = tuple(n + before + after for n, (before, after) in zip(array.shape, pairs, strict=True))
-        result = self.empty(shape, array.dtype)
+        if _is_f_contiguous(array) and not array.c_contiguous:  # (NumPy pads a Fortran-ordered array into one)
+            result = self.empty(shape[::-1], array.dtype).T
+        else:
+            result = self.empty(shape, array.dtype)
 
         def along(axis: int, start: int, count: int, step: int = 1) -> CLArray:
             """Positions start, start + step, ... (count of them) of ``axis`` of the result, whole otherwise."""

@@ -17,7 +17,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ... import _fperr
-from ..._errors import KernelBuildError
+from ..._errors import KernelBuildError, NeedsNumpyError
 from ...kernels import codegen
 from ...kernels import ufuncs as _table
 from ..base import Backend
@@ -697,6 +697,19 @@ class Sorting(Backend):
         f8 = numpy.dtype(numpy.float64)
         xs = x if isinstance(x, CLArray) else self.from_host(numpy.asarray(x, f8))
         xs, xps, fps = (self._dense(v, f8) for v in (xs, xp, fp))
+        # NumPy's search starts from its guess of the element before: sample points that are not
+        # increasing (or hold NaN) get answers only that sequential search gives (an out-of-range
+        # read here, before: xp = [nan, 1] answered 0.0 or NaN by chance)
+        n = xps.size  # (xps: float64, whatever xp's dtype)
+        disorder = self.reduction("any", self.ufunc_call(numpy.isnan, (xps,)))
+        if n > 1:
+            step = xps.strides[0]
+            falls = self.ufunc_call(numpy.less, (xps.view((n - 1,), (step,), xps.offset + step),
+                                                 xps.view((n - 1,), (step,), xps.offset)))
+            disorder = self.ufunc_call(numpy.logical_or, (disorder, self.reduction("any", falls)))
+        if bool(self.to_host(disorder)):
+            raise NeedsNumpyError("interp of sample points xp that are not increasing: NumPy's search, "
+                                  "element by element")
         low = float(self.to_host(self._column(fps, 0))) if left is None else float(left)
         high = float(self.to_host(self._column(fps, -1))) if right is None else float(right)
         out = self.empty(xs.shape, f8)
