@@ -191,12 +191,7 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if "out" in kwargs:
             raise TypeError(f"{getattr(func, '__name__', func)}() got multiple values for argument 'out'")
         args, kwargs = args[:position] + args[position + 1:], {**kwargs, "out": args[position]}
-    devices: list[DeviceArray] = []
-    hosts: list[numpy.ndarray] = []
-    for value in args:
-        scan(value, devices, hosts)
-    for value in kwargs.values():
-        scan(value, devices, hosts)
+    devices, hosts = _operands_of(args, kwargs)
     mutated = _mutated(func, args, kwargs)
     hidden = None if devices else next((d for v in (*args, *kwargs.values()) if type(v) in (list, tuple)
                                          for d in (holds_device_array(v),) if d is not None), None)

@@ -16,6 +16,14 @@ from . import random_kernels
 from .cupy.array_module import ArrayModuleBackend
 
 
+def _into(out: Any, result: Any) -> Any:
+    """``result``, written into ``out`` where one is given (a stand-in's ``out=``)."""
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 class _CupyLikeNumpy:
     """NumPy as the emulated backend's array module, answering as CuPy's own functions do where
     those were measured to differ from NumPy's on CUDA (an H100, 2026-12-07), so that the CuPy
@@ -85,10 +93,7 @@ class _CupyLikeNumpy:
         count = numpy.sum(~numpy.isnan(a), axis=axis, keepdims=keepdims)
         with numpy.errstate(invalid="ignore", divide="ignore"):
             result = numpy.asarray(total / count).astype(total.dtype)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+        return _into(out, result)
 
     @staticmethod
     def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
@@ -110,20 +115,12 @@ class _CupyLikeNumpy:
             var = numpy.sum(squares, axis=axis, dtype=dtype, keepdims=keepdims)
             freedom = numpy.maximum((count if keepdims else count.reshape(numpy.shape(var))) - ddof, 0)
             var = numpy.asarray(numpy.true_divide(var, freedom)).astype(var.dtype)
-        if out is None:
-            return var
-        out[...] = var
-        return out
+        return _into(out, var)
 
     @staticmethod
     def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
                keepdims: bool = False) -> Any:
-        var = _CupyLikeNumpy.nanvar(a, axis, dtype, None, ddof, keepdims)
-        result = numpy.sqrt(var)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+        return _into(out, numpy.sqrt(_CupyLikeNumpy.nanvar(a, axis, dtype, None, ddof, keepdims)))
 
     @staticmethod
     def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
