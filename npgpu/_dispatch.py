@@ -77,6 +77,10 @@ def _memory_overlap(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return func(*args, **kwargs)
 
 
+#: NumPy scalar types every backend takes as operands (their dtypes are checked no further)
+_PLAIN_SCALARS = frozenset({numpy.float64, numpy.float32, numpy.int64, numpy.int32, numpy.bool_, numpy.intp})
+
+
 def _dtypes(devices: list[DeviceArray], hosts: list[numpy.ndarray]) -> tuple[numpy.dtype, ...]:
     return tuple(a.dtype for a in devices) + tuple(a.dtype for a in hosts)
 
@@ -276,7 +280,9 @@ def _function(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             _report.record(func, "host")
             return func(*args, **kwargs)
     _before_writes(mutated)
-    dtypes = _dtypes(devices, hosts)
+    # (NumPy scalars among the arguments are operands too: where(c, longdouble(0), longdouble(1)))
+    dtypes = _dtypes(devices, hosts) + tuple(v.dtype for v in (*args, *kwargs.values())
+                                             if isinstance(v, numpy.generic) and type(v) not in _PLAIN_SCALARS)
     refused = func in _ops.NUMPY_REFUSES and _ops.NUMPY_REFUSES[func](args, kwargs)
     if refused or not backend.supports_function(func, dtypes, args, kwargs):
         if not devices:  # nothing forced the device: plain host work, not a fallback

@@ -301,3 +301,24 @@ def test_pad_of_a_0d_array_is_its_copy(xp):
     with pytest.raises(ValueError):
         xp.pad(a, 1, mode="bogus")
     return xp.pad(a, (2, 1), mode="constant", constant_values=0), xp.pad(a, 3, mode="edge")
+
+
+@pytest.mark.parametrize("dtype", [numpy.bool_, numpy.int16, numpy.float64, numpy.complex128, numpy.longdouble,
+                                   numpy.clongdouble])
+@differential()
+def test_where_of_numpy_scalars_of_any_dtype(xp, dtype):
+    # NumPy's test_multiarray: where(c, longdouble(0), longdouble(1)) of a device condition asked
+    # OpenCL's code generator for a long double type (KeyError): a scalar's dtype is an operand's
+    c = xp.asarray(numpy.ones(53, dtype=bool))
+    results = (xp.where(c, dtype(0), dtype(1)), xp.where(~c, dtype(0), dtype(1)))
+    # (values and dtypes: a long double result stays a host array, the devices having none)
+    return [(numpy.asarray(r).dtype.str, numpy.asarray(r).tolist()) for r in results]
+
+
+@pytest.mark.parametrize("code", numpy.typecodes["AllInteger"] + numpy.typecodes["AllFloat"])
+@differential()
+def test_put_of_a_list_into_any_dtype(xp, code):
+    # put of [1, 3, 5] into float16: OpenCL had no int64 -> float16 kernel (KeyError)
+    a = xp.zeros(6, dtype=code)
+    a.put([1, 3, 5], [1, 3, 5])
+    return numpy.asarray(a).dtype.str, numpy.asarray(a).tolist()  # (long doubles stay host arrays)

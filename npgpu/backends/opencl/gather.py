@@ -11,6 +11,7 @@ from typing import Any
 import numpy
 from numpy.lib.array_utils import normalize_axis_index
 
+from ...kernels import ufuncs as _table
 from ..base import Backend
 from .array import CLArray, _native_or_device
 from .routing import implements
@@ -149,6 +150,9 @@ class Gather(Backend):
         probe = numpy.empty((), a.dtype)
         if not isinstance(v, CLArray):
             probe[()] = v  # (NumPy's conversion errors)
+        elif v.dtype != a.dtype and not _table.has_cast(v.dtype, a.dtype):
+            # (a conversion the code generator has none for, int64 into float16: NumPy's, of the values)
+            v = self.from_host(self.to_host(v).astype(a.dtype))
         if not indices.size or (isinstance(v, CLArray) and v.size == 0):
             return
         n = a.size
