@@ -129,8 +129,9 @@ def _probe_type(name: str, array: bool = False) -> type:
 _ARRAY_PROBE = _probe_type("array", True)  # stands in for the call's arrays, so some override always answers
 _probes: dict[Any, type] = {}
 _lock = threading.Lock()
-#: (function, argument layout) -> the data positions NumPy treats as arrays
-_roles: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+#: (function, argument layout) -> (the data positions NumPy treats as arrays, the positions of
+#: lists of arrays it takes as one array)
+_roles: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
 
 def _probe_for(position: Any) -> type:
