@@ -687,8 +687,11 @@ class DeviceArray(NDArrayOperatorsMixin):
         _function(numpy.ndarray.setfield, (self, val, dtype, offset), {})
 
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
-        """Change shape and size in place, as ``ndarray.resize``: new elements are zero."""
-        shape = _shape_arg(new_shape) if new_shape else ()
+        """Change shape and size in place, as ``ndarray.resize``: new elements are zero. No shape
+        (``a.resize()``, ``a.resize(None)``) changes nothing, as NumPy's (a 0-d array before)."""
+        if not new_shape or new_shape == (None,):
+            return
+        shape = _shape_arg(new_shape)
         shape = (shape,) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
         if self._base is not None:
             raise ValueError("cannot resize this array: it does not own its data")

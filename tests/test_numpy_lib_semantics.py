@@ -322,3 +322,15 @@ def test_put_of_a_list_into_any_dtype(xp, code):
     a = xp.zeros(6, dtype=code)
     a.put([1, 3, 5], [1, 3, 5])
     return numpy.asarray(a).dtype.str, numpy.asarray(a).tolist()  # (long doubles stay host arrays)
+
+
+@differential()
+def test_resize_without_a_shape_changes_nothing(xp):
+    # a.resize() made a 0-d array of one element, a.resize(None) raised TypeError (test_multiarray)
+    a = xp.asarray(numpy.arange(10.0))
+    a.resize()
+    b = xp.asarray(numpy.arange(6.0).reshape(2, 3))
+    b.resize(None)
+    c = xp.asarray(numpy.arange(4.0))
+    c.resize((2, 3), refcheck=False)
+    return a, b, c
