@@ -661,8 +661,12 @@ class DeviceArray(NDArrayOperatorsMixin):
             raise ValueError("partition array is read-only")
         self[...] = _function(numpy.partition, (self, kth), _given(axis=axis, kind=kind, order=order))
 
-    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Any:
-        return _function(numpy.choose, (self, choices), _given(out=out, mode=mode))
+    def choose(self, *choices: Any, out: Any = None, mode: str = "raise") -> Any:
+        """``a.choose(choices)``, or as ndarray's method also takes them, ``a.choose(c0, c1, ...)``
+        (more than one argument by position: each a choice; out and mode by keyword)."""
+        if not choices:
+            raise TypeError("choose() missing required argument 'choices' (pos 1)")
+        return _function(numpy.choose, (self, choices[0] if len(choices) == 1 else choices), _given(out=out, mode=mode))
 
     def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Any:
         return _function(numpy.compress, (condition, self), _given(axis=axis, out=out))

@@ -334,3 +334,28 @@ def test_resize_without_a_shape_changes_nothing(xp):
     c = xp.asarray(numpy.arange(4.0))
     c.resize((2, 3), refcheck=False)
     return a, b, c
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "max", "sum"])
+@differential()
+def test_reductions_with_keepdims_into_an_out_and_of_a_number(xp, name):
+    # test_multiarray's argmin/argmax keepdims: OpenCL wrote the whole reduction into an out= of any
+    # shape (no error), and a number reduced into a device out= met OpenCL's array path (AttributeError)
+    f = getattr(xp, name)
+    a = xp.asarray(numpy.random.default_rng(5).normal(size=(2, 3, 4)))
+    kind = numpy.intp if name.startswith("arg") else numpy.float64
+    with pytest.raises(ValueError):
+        f(a, axis=None, out=xp.asarray(numpy.empty((2, 1, 1), kind)), keepdims=True)
+    out = xp.asarray(numpy.empty((1, 1, 1), kind))
+    same = f(a, out=out, keepdims=True) is out
+    number = xp.asarray(numpy.empty((), kind))
+    f(numpy.float64(0.5), out=number)
+    return out, same, number
+
+
+@differential()
+def test_choose_takes_its_choices_one_by_one_as_ndarrays_method_does(xp):
+    # a.choose(c0, c1, c2): ndarray's method takes several choices by position (test_multiarray)
+    a = xp.asarray(numpy.array([0, 1, 2, 1]))
+    choices = [xp.asarray(numpy.arange(4) * 10 + k) for k in range(3)]
+    return a.choose(*choices), a.choose(choices), a.choose(choices, mode="clip")

@@ -341,6 +341,8 @@ class Reductions(Backend):
         where: Any = True,
     ) -> Any:
         """sum/prod/max/min/any/all and nan-variants with NumPy's arguments and result dtype."""
+        if not isinstance(a, CLArray):  # (a number, its out= a device array: NumPy's 0-d array of it)
+            a = self.from_host(numpy.asarray(a))
         # (NumPy's ufunc reductions take axis 0 or -1 of a 0-d array: nothing to reduce)
         axes = () if a.ndim == 0 and type(axis) is int and axis in (0, -1) else _norm_axes(axis, a.ndim)
         op, nan_to = _REDUCTION_KINDS[kind]
@@ -504,6 +506,8 @@ class Reductions(Backend):
     def argreduce(
         self, kind: str, a: CLArray, axis: Any = None, out: CLArray | None = None, keepdims: bool = False
     ) -> Any:
+        if not isinstance(a, CLArray):  # (a number, its out= a device array: NumPy's 0-d array of it)
+            a = self.from_host(numpy.asarray(a))
         whole = axis is None or (a.ndim == 0 and type(axis) is int and axis in (0, -1))  # (NumPy takes these of 0-d)
         axes: tuple[int, ...] = (0,) if whole else _norm_axes(axis, a.ndim)  # (its AxisError first)
         if (a.size if whole else math.prod(a.shape[d] for d in axes)) == 0:
@@ -521,6 +525,8 @@ class Reductions(Backend):
             if keepdims:
                 index = self.reshape(index, (1,) * a.ndim)
             if out is not None:
+                if out.shape != index.shape:  # (the dispatcher asks NumPy for its own words)
+                    raise ValueError(f"output parameter has shape {out.shape}, expected {index.shape}")
                 self.copy_into(out, index)
                 return out
             return index
