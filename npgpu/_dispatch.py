@@ -1682,6 +1682,14 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         dtypes = loop
     else:
         dtypes = _dtypes(devices, hosts)
+        if method in ("reduce", "accumulate") and out is not None and out[0] is not None and \
+                kwargs.get("dtype") is None and inputs and isinstance(inputs[0], numpy.ndarray):
+            into = _reduction_loop_into(uf, inputs[0].dtype, out[0].dtype)
+            if into is not None and _narrowing_reduction(uf, into, out[0].dtype):
+                return fallback(uf, call, inputs, kwargs, mutated, state,
+                                reason=f"out= narrower than the {into} it {method}s in (NumPy's answer "
+                                       "depends on where its buffers convert)")
+            kwargs = {**kwargs, "dtype": into}
     options = {k: v for k, v in kwargs.items() if k != "out"}
     operand_dtypes = _dtypes(devices, hosts) + tuple(o.dtype for o in out_devices)
     unconverted = None if not loop or type(backend).converts is _Backend.converts else next(
@@ -1730,6 +1738,26 @@ def ufunc(uf: numpy.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[st
         # (an output given as None is NumPy's to allocate: divmod(a, b, out=(None, r)) returns a new quotient)
         return tuple(o if o is not None else wrap(r, backend, uf) for o, r in zip(out, result))
     return wrap(result, backend, uf)
+
+
+def _reduction_loop_into(uf: numpy.ufunc, dtype: numpy.dtype, out_dtype: numpy.dtype) -> numpy.dtype | None:
+    """The type NumPy's ``uf.reduce(a, out=o)`` (or accumulate) computes in, asked of NumPy: its loop
+    resolved with ``out``'s type (``add.reduce(int16s, out=int16)`` adds in int16, not in the int64
+    a sum promotes to; float32s into an int64 ``out`` add in float64); None where NumPy refuses."""
+    try:
+        return uf.resolve_dtypes((out_dtype, dtype, None), casting="unsafe", reduction=True)[0]
+    except (TypeError, ValueError):
+        return None
+
+
+def _narrowing_reduction(uf: numpy.ufunc, loop: numpy.dtype, out_dtype: numpy.dtype) -> bool:
+    """Whether a reduction in ``loop`` into an ``out`` of ``out_dtype`` gives NumPy's answer only as
+    NumPy computes it: its first element and its running value pass through ``out``'s type (at each
+    of its buffers), so a maximum of int16s into int8 starts from the first one wrapped, and a float
+    sum rounds. Integer sums and products wrap alike either way."""
+    if numpy.can_cast(loop, out_dtype, "safe"):
+        return False
+    return not (uf in (numpy.add, numpy.multiply) and loop.kind in "iu" and out_dtype.kind in "iu")
 
 
 def _host_origin(state: _config.State, func: Any, hosts: list[numpy.ndarray]) -> Any:

@@ -78,6 +78,7 @@ _UNSUPPORTED_KWARGS = frozenset({"where", "initial", "like", "subok", "equal_nan
 # ufunc methods routed per ufunc: reduce/accumulate go through CuPy's reduction functions (reduce:
 # the function of _ops.UFUNC_REDUCTIONS, add -> sum; accumulate: these).
 _UFUNC_ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+_TYPED_REDUCTIONS = frozenset({"sum", "prod", "cumsum", "cumprod"})  # (the ones that take dtype=)
 _EINSUM_KWARGS = frozenset({"optimize"})  # (CuPy's einsum takes no out= nor casting=)
 _UFUNC_CALL_KWARGS = frozenset({"out", "dtype", "casting"})
 _REDUCE_KWARGS = frozenset({"axis", "dtype", "out", "keepdims"})
@@ -331,12 +332,16 @@ class ArrayModuleBackend(Compositions, Backend):
             kwargs = dict(kwargs)
             kwargs.setdefault("axis", 0)
             dtype = kwargs.get("dtype")
-            if dtype is not None and self._converts_floats(inputs[0], dtype):
-                # (NumPy's reduce converts first; its message names the reduce)
+            function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
+            typed = function in _TYPED_REDUCTIONS
+            if dtype is not None and (not typed or self._converts_floats(inputs[0], dtype)):
+                # (NumPy's reduce converts first; its message names the reduce. CuPy's max, min, all
+                # and any take no dtype: the conversion is the loop's)
                 inputs = (self.cast_into(None, inputs[0], dtype, label="reduce"), *inputs[1:])
+                if not typed:
+                    del kwargs["dtype"]
             out = kwargs.pop("out", None)  # (a tuple, NEP 13's form; CuPy's reductions take one array)
             target = out[0] if isinstance(out, tuple) else out
-            function = _ops.UFUNC_REDUCTIONS[ufunc].__name__ if method == "reduce" else _UFUNC_ACCUMULATE[name]
             if method == "accumulate" and self.is_native(inputs[0]) and inputs[0].dtype.kind == "f":
                 with numpy.errstate(all="ignore"):  # (the emulated backend's NumPy stand-in reports by itself)
                     result = getattr(xp, function)(inputs[0], **kwargs)
@@ -348,7 +353,10 @@ class ArrayModuleBackend(Compositions, Backend):
             if target.shape != result.shape:  # NumPy never broadcasts a reduction's result into out=
                 raise ValueError(f"output parameter for reduction operation {name} has the wrong number of "
                                  f"dimensions: shape {target.shape}, result shape {result.shape}")
-            target[...] = result  # (through a temporary: out= may be the input, as in accumulate(a, out=a))
+            if result.dtype != target.dtype:  # (NumPy's loop type, cast into out= as NumPy's loop casts)
+                self.cast_into(target, result if self.is_native(result) else self.xp.asarray(result), label=name)
+            else:
+                target[...] = result  # (through a temporary: out= may be the input, as in accumulate(a, out=a))
             return target
         if method == "outer":
             a, b = inputs

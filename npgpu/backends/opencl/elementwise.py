@@ -192,6 +192,12 @@ class Elementwise(Backend):
             }:
                 return False
             dts = tuple(d for d in dtypes if isinstance(d, numpy.dtype))
+            acc = numpy.dtype(kwargs["dtype"]) if kwargs.get("dtype") is not None else None
+            if acc is not None and (_table.is_half(acc) or not all(_table.has_cast(d, acc) for d in dts)):
+                return False  # (float16 reductions are NumPy's, as sum's; so is int16 -> float16: it warns)
+            for o in _outs(kwargs):
+                if o is not None and dts and not _table.has_cast(acc or dts[0], o.dtype):
+                    return False
             return self.supports_dtypes(dts) and all(_table.is_supported_dtype(d) for d in dts)
         return False
 

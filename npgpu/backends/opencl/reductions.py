@@ -57,6 +57,8 @@ def _result_dtype(kind: str, dt: numpy.dtype, dtype: Any) -> numpy.dtype:
     if res is None:
         kw = {} if dtype is None or kind in ("max", "min", "nanmax", "nanmin", "any", "all") else {"dtype": dtype}
         res = numpy.asarray(getattr(numpy, kind)(numpy.ones(1, dt), **kw)).dtype  # (NumPy's function of that name)
+        if dtype is not None and kind in ("max", "min", "nanmax", "nanmin"):
+            res = numpy.dtype(dtype)  # (maximum.reduce(int16s, dtype=float32): the maximum, converted)
         if kind in ("any", "all"):
             res = numpy.dtype(bool)
         _dtype_cache[key] = res
