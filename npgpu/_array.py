@@ -441,7 +441,7 @@ class DeviceArray(NDArrayOperatorsMixin):
         return _function(numpy.copy, (flat,), {}) if isinstance(flat, DeviceArray) else flat
 
     def transpose(self, *axes: Any) -> DeviceArray:
-        if not axes or axes == (None,):
+        if not axes or (len(axes) == 1 and axes[0] is None):  # (by identity: axes may be an array)
             return _function(numpy.transpose, (self,), {})
         return _function(numpy.transpose, (self, _shape_arg(axes)), {})
 

@@ -26,11 +26,11 @@ _PLAIN = (int, float, complex, bool, numpy.generic, numpy.ndarray, type(None), s
 #: Argument types that are never array data (checked first: the commonest arguments).
 _NEVER_DATA = frozenset({DeviceArray, int, float, bool, type(None), str, numpy.ndarray, numpy.dtype, type})
 
-#: Arguments NumPy's dispatchers list as relevant that are small host values, not array data:
-#: split points, tile counts and pad's widths and values (a backend takes them as Python
-#: sequences, never as device arrays).
+#: Arguments that are small host values, not array data: split points, tile counts, pad's widths
+#: and values (NumPy's dispatchers list these as relevant), and axes and shifts (``a.transpose(
+#: np.arange(3)[::-1])``). A backend takes them as Python numbers and sequences, never as device arrays.
 HOST_VALUES = frozenset({"indices_or_sections", "reps", "shape", "newshape", "pad_width", "constant_values",
-                         "end_values", "stat_length"})
+                         "end_values", "stat_length", "axes", "axis", "source", "destination", "shift"})
 
 #: Functions whose list arguments are host values, not array data: einsum's sublist form
 #: (``np.einsum(a, [0, 1])``, ``[Ellipsis]``), which its dispatcher lists among the operands.

@@ -14,6 +14,7 @@ import numpy
 from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import as_strided
 
+from ..._errors import NeedsNumpyError
 from ...kernels import order as _order
 from ..base import Backend
 from .array import CLArray, _is_f_contiguous, _native_or_device, _norm_axes, _part
@@ -83,10 +84,21 @@ class Movement(Backend):
 
     @implements(numpy.ravel, kwargs=("order",), complex_values=True)
     def ravel(self, a: CLArray, order: str = "C") -> CLArray:
-        if order != "C":
-            raise NotImplementedError("opencl backend: ravel with order other than 'C'")
-        # (NumPy's ravel views only a C-contiguous array: a[:, ::2] reshapes to a view, ravels to a copy)
-        return self.reshape(a, (a.size,), copy=None if a.c_contiguous else True)
+        fortran = _is_f_contiguous(a)
+        if order in ("A", "K") and (a.c_contiguous or fortran):
+            order = "F" if fortran and not a.c_contiguous else "C"
+        elif order == "A":
+            order = "C"
+        elif order == "K":  # a view where the axes, by their strides, are contiguous in memory
+            axes = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
+            a = a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
+            if not a.c_contiguous:  # (NumPy's copy walks its iterator's order: reversed and zero strides)
+                raise NeedsNumpyError("ravel(order='K') of an array in no memory order: NumPy's copy")
+            order, fortran = "C", False
+        # (NumPy's ravel views only an array contiguous in its order: a[:, ::2] reshapes to a view,
+        # ravels to a copy; a.ravel('F') of a Fortran-ordered array is a view)
+        contiguous = a.c_contiguous if order == "C" else fortran
+        return self.reshape(a, (a.size,), order=order, copy=None if contiguous else True)
 
     @implements(numpy.transpose, kwargs=("axes",), complex_values=True)
     def transpose(self, a: CLArray, axes: Any = None) -> CLArray:

@@ -173,8 +173,8 @@ def supports_function(
     if func in (numpy.reshape, numpy.ravel):
         position = 1 if func is numpy.ravel else 2
         order = args[position] if len(args) > position else kwargs.get("order", "C")
-        if order not in (("C", "F", "A") if func is numpy.reshape else ("C",)):
-            return False  # ravel in Fortran (or A/K) order: NumPy's
+        if order not in (("C", "F", "A") if func is numpy.reshape else ("C", "F", "A", "K")):
+            return False
     if func in (numpy.cumsum, numpy.cumprod) and kwargs.get("out") is not None:
         return False
     if func is numpy.ndarray.view:
