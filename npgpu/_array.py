@@ -348,7 +348,14 @@ class DeviceArray(NDArrayOperatorsMixin):
         warned = _SHAPE_SET_WARNING[0] if _SHAPE_SET_WARNING else _shape_set_warning()
         if warned is not None:  # (NumPy 2.5 deprecates setting shape: its warning, as NumPy gives it)
             warnings.warn(str(warned.message), warned.category, stacklevel=2)
-        self._native = self.reshape(value)._native
+        try:  # (NumPy sets a shape in place only as a view: a copy would leave the data it views)
+            reshaped = self.reshape(value, copy=False)
+        except ValueError as error:
+            if "copy" not in str(error):
+                raise
+            raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a "
+                                 "copy with the desired shape.") from None
+        self._native = reshaped._native
 
     @property
     def dtype(self) -> numpy.dtype:
@@ -756,10 +763,10 @@ class DeviceArray(NDArrayOperatorsMixin):
         return format(host[()] if self.ndim == 0 else host, spec)
 
     def __copy__(self) -> DeviceArray:
-        return self.copy()
+        return self.copy(order="K")  # (NumPy's copy.copy keeps the layout, as its a.copy() does not)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DeviceArray:
-        return self.copy()
+        return self.copy(order="K")
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _rebuild, (self.__array__(), self._backend.name)
@@ -827,9 +834,34 @@ def _failed_comparison(array: DeviceArray, other: Any, unequal: bool) -> Any:
     return _function(numpy.full, (shape, unequal), {"dtype": bool})
 
 
+#: the operator Python tries on the other operand after ours: ``a < b`` then ``b > a``
+_MIRRORED = {"__lt__": "__gt__", "__gt__": "__lt__", "__le__": "__ge__", "__ge__": "__le__", "__eq__": "__eq__",
+             "__ne__": "__ne__"}
+
+
+def _defers_to(other: Any, mirrored: str) -> bool:
+    """Whether ndarray's operator would return NotImplemented for ``other`` (numpy/_core/src/
+    multiarray/binop_override.h), so that Python asks ``other``: an ndarray subclass that defines
+    the mirrored operator itself (Python asks it first against an ndarray, not against a device
+    array), or an object without ``__array_ufunc__`` whose ``__array_priority__`` is above
+    ndarray's (0). An ``__array_ufunc__ = None`` is the mixin's to honour."""
+    t = type(other)
+    if t is numpy.ndarray or isinstance(other, numpy.generic):
+        return False
+    if isinstance(other, numpy.ndarray):
+        return getattr(t, mirrored, None) is not getattr(numpy.ndarray, mirrored, None)
+    if hasattr(t, "__array_ufunc__"):
+        return False
+    try:
+        return float(getattr(other, "__array_priority__", -1e6)) > 0.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
     slow = getattr(NDArrayOperatorsMixin, name)
     reflected = name.startswith("__r")
+    mirrored = _MIRRORED.get(name, name.replace("__", "__r", 1))
 
     def operator_method(self: DeviceArray, other: Any) -> Any:
         t = type(other)
@@ -844,6 +876,8 @@ def _direct_binary(uf: numpy.ufunc, name: str) -> Any:
             result = _direct_call(uf, (other, self) if reflected else (self, other), frame)
             if result is not _LIBRARY:
                 return result
+        elif not reflected and _defers_to(other, mirrored):
+            return NotImplemented
         if uf is numpy.equal or uf is numpy.not_equal:
             try:
                 return slow(self, other)
@@ -1016,7 +1050,7 @@ def _rebuild(host: numpy.ndarray, backend_name: str, scalar: bool = False) -> An
     if unavailable_reason(backend_name) is not None:
         return host
     backend = get_backend(backend_name)
-    return DeviceArray(backend.from_host(host), backend)
+    return DeviceArray(backend.from_host_in_layout(host), backend)  # (a Fortran-ordered array stays so)
 
 
 # -- arrays whose data moved to the host (npgpu/_residency.py) ---------------------------------

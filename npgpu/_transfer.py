@@ -24,6 +24,7 @@ import numpy
 from . import _fperr, _ops, _report
 from ._array import DeviceArray
 from ._errors import DeviceMemoryError
+from .backends.base import axes_in_memory_order
 from .lazy import materialize as _lazy
 
 
@@ -95,12 +96,7 @@ def upload(array: numpy.ndarray, backend: Any, func: Any = None) -> Any:
     if array.nbytes >= UPLOAD_SPLIT_BYTES:
         backend.sync()  # (the queued work: device time, not the upload's)
     moving = time.perf_counter()
-    order = None if array.flags.c_contiguous else _axes_in_memory_order(array.shape, array.strides)
-    if order is not None and array.transpose(order).flags.c_contiguous:
-        native = backend.from_host(array.transpose(order))
-        native = backend.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
-    else:
-        native = backend.from_host(array)
+    native = backend.from_host_in_layout(array)
     _record("to_device", array.nbytes, start, moving, func, UPLOAD_SPLIT_BYTES)
     return native
 
@@ -195,7 +191,7 @@ def to_host(array: DeviceArray, func: Any = None, moved: list[float] | None = No
         if native.nbytes >= SPLIT_BYTES:
             backend.sync()  # its kernels (and the work queued before them) finish: device time
         moving = time.perf_counter()
-        order = _axes_in_memory_order(native.shape, native.strides)
+        order = axes_in_memory_order(native.shape, native.strides)
         if order is None:
             host = backend.to_host(native)
         else:  # download the axes in memory order (a C-order copy of that view), then put them back
@@ -221,16 +217,6 @@ def host_operand(array: DeviceArray, func: Any = None) -> numpy.ndarray:
         if view is not None:
             return view
     return to_host(array, func)
-
-
-def _axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The axes from the largest stride to the smallest, or None when that is already their order."""
-    if len(shape) < 2:
-        return None
-    moving = [abs(s) for n, s in zip(shape, strides) if n > 1]  # (axes of length 1 have no order)
-    if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
-        return None
-    return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
 
 
 def same_sequence(result: tuple[Any, ...] | list[Any], items: Any) -> Any:

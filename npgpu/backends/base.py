@@ -111,6 +111,17 @@ class _StandIn:
                                     "typestr": f"|V{itemsize}", "data": (address, True)}
 
 
+def axes_in_memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The axes from the largest stride to the smallest, or None when that is already their order."""
+    if len(shape) < 2:
+        return None
+    moving = [abs(s) for n, s in zip(shape, strides) if n > 1]  # (axes of length 1 have no order)
+    if all(moving[i] >= moving[i + 1] for i in range(len(moving) - 1)):
+        return None
+    return tuple(sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]) if shape[axis] > 1 else 0))
+
+
+
 class Backend:
     """Base class of the device backends.
 
@@ -180,6 +191,15 @@ class Backend:
     def from_host(self, array: numpy.ndarray) -> Any:
         """Copy a host array to the device; returns a native array."""
         raise NotImplementedError
+
+    def from_host_in_layout(self, array: numpy.ndarray) -> Any:
+        """``from_host`` keeping the layout of a host array whose axes are permuted (Fortran order,
+        a transpose), as ``np.asarray`` keeps it: its axes in memory order are copied, then put back."""
+        order = None if array.flags.c_contiguous else axes_in_memory_order(array.shape, array.strides)
+        if order is not None and array.transpose(order).flags.c_contiguous:
+            native = self.from_host(array.transpose(order))
+            return self.call_function(numpy.transpose, (native, tuple(numpy.argsort(order))), {})
+        return self.from_host(array)
 
     def to_host(self, native: Any) -> numpy.ndarray:
         """Copy a native array to a new host ``ndarray`` (same shape and dtype)."""
