@@ -778,9 +778,7 @@ def _assign_by_positions(array: DeviceArray, native: Any, mask: DeviceArray, val
         except ValueError:  # (NumPy's own message comes from the usual write)
             return False
     else:
-        cell = numpy.empty((), array.dtype)
-        cell[()] = value  # (NumPy's conversion: OverflowError for 300 into uint8, ValueError for NaN into int)
-        nvalue = cell[()]
+        nvalue = _ops.written_scalar(value, array.dtype, advanced=True)  # (NumPy's conversion, its errors)
     _lazy.before_write(backend, native)  # (recorded work reading this memory runs on the old values)
     backend.put_positions(native, positions, mask.ndim, nvalue)
     return True
@@ -793,10 +791,9 @@ def _fill_basic(array: DeviceArray, key: Any, value: Any, backend: Any, frame: A
     view = _view(array, array._device_data, key, backend)
     if not backend.is_native(view):
         return NotImplemented
-    cell = numpy.empty((), view.dtype)
-    cell[()] = value
+    converted = _ops.written_scalar(value, view.dtype)
     _lazy.before_write(backend, view)  # (recorded work reading this memory runs on the old values)
-    backend.fill_view(view, cell[()])
+    backend.fill_view(view, converted)
     _report.count(numpy.ndarray.__setitem__, "device", frame)
     return None
 

@@ -268,6 +268,19 @@ NUMPY_REFUSES: dict[Any, Callable[[tuple[Any, ...], dict[str, Any]], bool]] = {
 }
 
 
+def written_scalar(value: Any, dtype: numpy.dtype, advanced: bool = False) -> Any:
+    """A scalar converted as NumPy converts one written into an array of ``dtype``: a Python number
+    by Python's rules (OverflowError for 300 into uint8, ValueError for NaN into an int); through an
+    advanced index (a mask, an index array), a NumPy scalar as a 0-d array, by an unsafe cast
+    (``np.int64(300)`` into int8 wraps; a NaN warns "invalid value encountered in cast")."""
+    cell = numpy.empty((), dtype)
+    if advanced and isinstance(value, numpy.generic):
+        cell[...] = numpy.asarray(value)
+    else:
+        cell[()] = value
+    return cell[()]
+
+
 def made_at_run_time(ufunc: numpy.ufunc) -> bool:
     """Whether ``ufunc`` is one a program makes as it runs (``frompyfunc``, ``vectorize``: object
     loops only), which caches and the report must not keep alive: a loop that vectorizes a bound

@@ -8,6 +8,7 @@ from typing import Any
 import numpy
 from numpy.lib.stride_tricks import as_strided
 
+from ... import _ops
 from ...kernels import codegen
 from ..base import Backend
 from .array import CLArray
@@ -145,7 +146,7 @@ class Indexing(Backend):
                     f"values to the {len(pos)} output values where the mask is true"
                 )
             self.copy_into(vals, value)
-        else:
-            self.fill(vals, value)
+        else:  # (NumPy converts a NumPy scalar written through a mask as an array: unsafe, warning)
+            self.fill(vals, _ops.written_scalar(value, a.dtype, advanced=True))
         if len(pos):
             self._move_rows(flat, vals, pos, math.prod(rest) * a.itemsize, scatter=True)
