@@ -90,3 +90,118 @@ def test_ravel_in_k_order_of_broadcast_views(xp):
     a = xp.broadcast_to(xp.arange(4.0), (3, 4))
     b = xp.broadcast_to(xp.arange(12.0).reshape(3, 4)[:, None, :], (3, 2, 4))
     return a.ravel("K"), b.ravel("K"), xp.arange(10.0)[::-1].ravel("K")
+
+
+@differential()
+def test_setting_a_shape_that_needs_a_copy_raises_as_numpys(xp):
+    # b.shape = (10,) on a non-contiguous view reshaped it into a copy, leaving the data it viewed
+    a = xp.zeros((5, 3))
+    b = a[:, :2]
+    errors = []
+    for shape in [(10,), (7,)]:
+        try:
+            b.shape = shape
+        except (AttributeError, ValueError) as error:
+            errors.append((type(error).__name__, str(error)))
+    c = a[:2]
+    c.shape = (6,)
+    c[0] = 9.0
+    return errors, a, c
+
+
+@pytest.mark.parametrize("layout", ["F", "transposed", "strided"])
+@differential()
+def test_copy_module_keeps_the_layout(xp, layout):
+    # copy.copy and copy.deepcopy of a Fortran-ordered array are Fortran-ordered (NumPy's order='K')
+    import copy
+    import pickle
+
+    a = _LAYOUTS[layout](xp.asarray(numpy.arange(24.0).reshape(2, 3, 4)))
+    shallow, deep, unpickled = copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))
+    return [(x, x.strides, x.flags.f_contiguous) for x in (shallow, deep, unpickled)]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int8", "uint8", "bool"])
+@pytest.mark.parametrize("key", ["mask", "indices", "slice", "int"])
+@differential()
+def test_numpy_scalars_written_through_an_advanced_index_are_cast_as_arrays(xp, dtype, key):
+    # a[mask] = np.float64('nan') into ints warns "invalid value encountered in cast", as NumPy
+    # converts a NumPy scalar written through an advanced index as an array; npgpu raised
+    # ValueError as for a[1:] = nan (Python's conversion, which a slice or an int index uses)
+    import warnings
+
+    keys = {"mask": lambda: xp.asarray(numpy.ones(3, bool)), "indices": lambda: xp.asarray([0, 2]),
+            "slice": lambda: slice(None), "int": lambda: 1}
+    results = []
+    for value in [numpy.float64("nan"), float("nan"), numpy.float32("inf"), numpy.float64(1e300), -1,
+                  numpy.int64(-1), numpy.int64(300), numpy.float64(-2.5)]:
+        a = xp.asarray(numpy.arange(3).astype(dtype))
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                a[keys[key]()] = value
+                written = numpy.asarray(a).tolist()  # (read inside: a deferred warning is delivered here)
+            results.append((sorted({str(w.message) for w in caught}), written))
+        except (ValueError, OverflowError) as error:
+            results.append(type(error).__name__)
+    return results
+
+
+class _EqualsOK(numpy.ndarray):
+    def __eq__(self, other):
+        return "OK"
+
+
+class _RaisingArray:
+    __array_priority__ = 1002
+
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("no array")
+
+
+@differential()
+def test_operators_defer_to_ndarray_subclasses_and_higher_priorities_as_ndarrays_do(xp):
+    # Against an ndarray, Python asks a subclass that redefines the mirrored operator first, and
+    # ndarray returns NotImplemented to an object of higher __array_priority__: a device array
+    # times a np.matrix multiplied elementwise (NumPy: the matrix product), plus a masked array
+    # added its masked values, == a subclass ignored its __eq__, < an object whose __array__
+    # raises raised its error (NumPy: TypeError)
+    import warnings
+
+    a = xp.asarray(numpy.arange(4.0).reshape(2, 2))
+    masked = numpy.ma.array([1.0, 2.0], mask=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)  # (the matrix subclass's)
+        matrix = numpy.asmatrix(numpy.eye(2) * 2)
+        product = a * matrix
+    results = [product, a + masked, a - masked,
+               a == numpy.array([1.0, 2.0]).view(_EqualsOK), a < numpy.array([1.0, 2.0]).view(_EqualsOK)]
+    results = [(type(r).__name__, r if isinstance(r, str) else numpy.asarray(r).tolist()) for r in results]
+    other = _RaisingArray()
+    try:
+        a < other  # noqa: B015
+    except TypeError:
+        results.append("TypeError")
+    return results, a == other, a != other
+
+
+@pytest.mark.parametrize("case", ["float32 + 1e300", "float32 + huge int", "float16 * 100000", "complex64 + 1e300j",
+                                  "float32 * 0.1", "add(float32, huge int, dtype=float32)"])
+@differential()
+def test_a_number_too_large_for_the_arrays_type_warns_overflow_in_cast(xp, case):
+    # NEP 50: a Python number takes the array's type, and NumPy's conversion of one too large for it
+    # warns "overflow encountered in cast" (OpenCL converted silently, and float16's twice)
+    import warnings
+
+    f4, f2 = xp.asarray(numpy.ones(3, numpy.float32)), xp.asarray(numpy.ones(3, numpy.float16))
+    huge = int(numpy.finfo(numpy.float32).max) * 2
+    cases = {"float32 + 1e300": lambda: f4 + 1e300, "float32 + huge int": lambda: f4 + huge,
+             "float16 * 100000": lambda: f2 * 100000,
+             "complex64 + 1e300j": lambda: xp.asarray(numpy.ones(3, numpy.complex64)) + 1e300j,
+             "float32 * 0.1": lambda: f4 * 0.1,
+             "add(float32, huge int, dtype=float32)": lambda: xp.add(f4[0:1], huge, dtype=numpy.float32)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cases[case]()
+        values = numpy.asarray(result).tolist()  # (read inside: a deferred warning is delivered here)
+    return result, values, [str(w.message) for w in caught]

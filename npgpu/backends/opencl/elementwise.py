@@ -266,9 +266,9 @@ class Elementwise(Backend):
             loop = self._resolve(ufunc, types, {"dtype": dtype, "casting": casting})
             if ufunc in _ops.COMPARISONS:
                 loop, types = _comparison_loop(ufunc, inputs, loop, types)
-        for x, dt in zip(inputs, loop):  # (NumPy's OverflowError also when there are no elements to compute)
-            if type(x) is int:
-                _scalar_value(x, dt)
+        if int in map(type, inputs):  # (NumPy's OverflowError also when there are no elements to compute;
+            # converted once: a huge int into float16 warns once, as NumPy's does)
+            inputs = tuple(_scalar_value(x, dt) if type(x) is int else x for x, dt in zip(inputs, loop))
         nin = ufunc.nin
         for k, o in enumerate(outs):
             if o is not None and not numpy.can_cast(loop[nin + k], o.dtype, casting):

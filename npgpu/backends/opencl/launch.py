@@ -44,10 +44,9 @@ def _scalar_value(x: Any, dtype: numpy.dtype) -> numpy.generic:
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python integer {x} out of bounds for {dtype}")
         return dtype.type(x)
-    with warnings.catch_warnings():
-        # NumPy's own loops convert silently (e.g. 1e300 into float32 is inf)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return numpy.asarray(x).astype(dtype)[()]
+    # (NumPy's conversion of a weak number: 1e300 or a huge int into float32 is inf, with its
+    # "overflow encountered in cast" as the errstate in force asks)
+    return numpy.asarray(x).astype(dtype)[()]
 
 
 
