@@ -205,3 +205,17 @@ def test_a_number_too_large_for_the_arrays_type_warns_overflow_in_cast(xp, case)
         result = cases[case]()
         values = numpy.asarray(result).tolist()  # (read inside: a deferred warning is delivered here)
     return result, values, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("write", [False, True])
+@differential()
+def test_index_arrays_whose_broadcast_is_too_large_raise_numpys_value_error(xp, write):
+    # np.ix_ of five 7132-long index arrays broadcasts past 2**63 elements: NumPy's ValueError
+    # (CuPy's path said the shapes mismatch, an IndexError)
+    a = xp.ones((3,) * 5)
+    i = xp.asarray(numpy.arange(7132) % 3)
+    key = xp.ix_(i, i, i, i, i)
+    if write:
+        a[key] = 0
+        return a
+    return a[key]

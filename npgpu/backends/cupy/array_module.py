@@ -1061,7 +1061,9 @@ class ArrayModuleBackend(Compositions, Backend):
         if len(shapes) > 1:
             try:
                 numpy.broadcast_shapes(*shapes)
-            except ValueError:
+            except ValueError as error:
+                if "mismatch" not in str(error):  # (a broadcast too large to index: NumPy's ValueError)
+                    raise ValueError("iterator is too large") from None
                 listed = " ".join(str(shape).replace(" ", "") for shape in shapes)
                 raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
                                  f"{listed} ") from None
