@@ -219,3 +219,17 @@ def test_index_arrays_whose_broadcast_is_too_large_raise_numpys_value_error(xp, 
         a[key] = 0
         return a
     return a[key]
+
+
+@pytest.mark.parametrize("pair", ["u2>e", "e>u2", "i4>e", "f8>c16", "u8>e", "f8>u1"])
+@pytest.mark.parametrize("keyword", [False, True])
+@differential()
+def test_a_view_as_another_type_shares_the_memory(xp, pair, keyword):
+    # a.view(dtype=np.float16) of uint16s ran in NumPy on OpenCL (no uint16 -> float16 cast in its
+    # code, though a view converts nothing), so it was a copy: test_half's a |= 0x8000 never
+    # reached a_f16
+    source, target = pair.split(">")
+    a = xp.asarray((numpy.arange(8) + 0x3C00).astype(source))
+    view = a.view(dtype=target) if keyword else a.view(target)
+    a[...] = xp.asarray((numpy.arange(8)[::-1] + 7).astype(source))
+    return numpy.asarray(view).tobytes(), view.dtype, view.shape

@@ -108,8 +108,9 @@ def supports_function(
         # the kernels' (supports_ufunc); other functions of them run in NumPy (reductions: README)
         if func not in COMPLEX_FUNCTIONS or func in _NOT_HALF:
             return False
-        if target is not None and any(not _table.has_cast(d, target) for d in dts):
-            return False
+        if target is not None and func is not numpy.ndarray.view and any(
+                not _table.has_cast(d, target) for d in dts):
+            return False  # (a view reads the same bytes as another type: nothing is converted)
         if func in (numpy.ndarray.__setitem__, numpy.ndarray.fill) and args and _native_or_device(args[0]) and any(
                 not _table.has_cast(d, args[0].dtype) for d in dts):
             return False
@@ -181,7 +182,8 @@ def supports_function(
         wanted = [*args[1:], kwargs.get("dtype"), kwargs.get("type")]
         if any(isinstance(w, type) and issubclass(w, numpy.ndarray) for w in wanted):
             return False  # a view as an ndarray subclass: NumPy's (the subclass lives on the host)
-        if len(args) > 1 and args[1] is not None and not _storable(numpy.dtype(args[1])):
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        if dtype is not None and not _storable(numpy.dtype(dtype)):
             return False
     if func is numpy.clip:
         if "min" in kwargs or "max" in kwargs:
