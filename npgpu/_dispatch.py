@@ -870,8 +870,17 @@ def _sliding_window_view(x: DeviceArray, window_shape: Any, axis: Any = None, *,
 
 #: NumPy functions whose results view their argument, composed here of npgpu's own calls (views);
 #: NotImplemented from one: the general path takes the call
+def _matrix_transpose(x: DeviceArray) -> Any:
+    """``numpy.matrix_transpose`` of a device array: the view ``x.mT`` is (a fallback's copy showed
+    none of the later writes to ``x``); fewer than two axes take the general path (NumPy's error)."""
+    if x.ndim < 2:
+        return NotImplemented
+    return function(numpy.swapaxes, (x, -1, -2), {})
+
+
 _VIEWING: dict[Any, Callable[..., Any]] = {numpy.require: _require, numpy.unstack: _unstack, numpy.diag: _diag,
-                                           numpy.lib.stride_tricks.sliding_window_view: _sliding_window_view}
+                                           numpy.lib.stride_tricks.sliding_window_view: _sliding_window_view,
+                                           numpy.matrix_transpose: _matrix_transpose}
 _REDUCE_KEYWORDS = frozenset({"axis", "keepdims"})
 #: (function, backend, dtype, keywords given, axis a tuple) -> whether the backend reduces such an array itself
 _REDUCES: dict[tuple[Any, ...], bool] = {}

@@ -233,3 +233,26 @@ def test_a_view_as_another_type_shares_the_memory(xp, pair, keyword):
     view = a.view(dtype=target) if keyword else a.view(target)
     a[...] = xp.asarray((numpy.arange(8)[::-1] + 7).astype(source))
     return numpy.asarray(view).tobytes(), view.dtype, view.shape
+
+
+_VIEWS = {
+    "T": lambda xp, a: a.T, "swapaxes": lambda xp, a: a.swapaxes(0, 2), "moveaxis": lambda xp, a: xp.moveaxis(a, 0, -1),
+    "squeeze": lambda xp, a: a[:, :1].squeeze(), "expand_dims": lambda xp, a: xp.expand_dims(a, 1),
+    "diagonal": lambda xp, a: xp.diagonal(a, 0, 1, 2), "real": lambda xp, a: a.real,
+    "sliding_window_view": lambda xp, a: xp.lib.stride_tricks.sliding_window_view(a, 2, axis=2),
+    "broadcast_to": lambda xp, a: xp.broadcast_to(a, (2, 2, 3, 4)), "split": lambda xp, a: xp.split(a, 2, axis=2)[1],
+    "flip": lambda xp, a: xp.flip(a, (0, 2)), "rot90": lambda xp, a: xp.rot90(a, 1, (1, 2)),
+    "newaxis": lambda xp, a: a[:, None, ::2], "matrix_transpose": lambda xp, a: xp.matrix_transpose(a),
+    "permute_dims": lambda xp, a: xp.permute_dims(a, (2, 0, 1)), "mT": lambda xp, a: a.mT,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEWS))
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float16", "int32", "bool"])
+@differential()
+def test_functions_numpy_answers_with_views_answer_with_views(xp, name, dtype):
+    # later writes to the array show through them (np.matrix_transpose ran in NumPy, a copy)
+    a = xp.asarray(numpy.arange(24).reshape(2, 3, 4).astype(dtype))
+    view = _VIEWS[name](xp, a)
+    a[...] = xp.asarray((numpy.arange(24)[::-1] % 7).reshape(2, 3, 4).astype(dtype))
+    return view
