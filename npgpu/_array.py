@@ -364,6 +364,16 @@ class DeviceArray(NDArrayOperatorsMixin):
             return pending.dtype
         return self._device_data.dtype
 
+    @dtype.setter
+    def dtype(self, value: Any) -> None:
+        """``a.dtype = t``: the same memory read as ``t`` in place, as ``a.view(t)`` reads it (NumPy's
+        rules and errors: the last axis contiguous when the item size changes)."""
+        viewed = self.view(value)
+        if type(viewed) is not DeviceArray or viewed._backend is not self._backend:
+            raise TypeError(f"npgpu: the {self._backend.name} backend holds no arrays of {numpy.dtype(value)}, so "
+                            "a device array can't be read as one in place (numpy.asarray(a).view(t): a host copy)")
+        self._native = viewed._native
+
     @property
     def ndim(self) -> int:
         return len(self.shape)

@@ -256,3 +256,21 @@ def test_functions_numpy_answers_with_views_answer_with_views(xp, name, dtype):
     view = _VIEWS[name](xp, a)
     a[...] = xp.asarray((numpy.arange(24)[::-1] % 7).reshape(2, 3, 4).astype(dtype))
     return view
+
+
+@differential()
+def test_setting_the_dtype_reads_the_memory_in_place(xp):
+    # a.dtype = t is NumPy's in-place a.view(t) (a device array had no setter: AttributeError)
+    a = xp.asarray(numpy.arange(10, dtype=numpy.float32))
+    before = a[2:]
+    a.dtype = numpy.int32
+    a[0] = 5
+    c = xp.arange(6.0)
+    c.dtype = "i4"
+    errors = []
+    b = xp.arange(6, dtype=numpy.float64)[::2]
+    try:
+        b.dtype = numpy.float32
+    except ValueError as error:
+        errors.append(str(error))
+    return a, before, c, errors

@@ -514,3 +514,15 @@ def test_launches_of_one_shape_over_other_layouts_each_get_their_own_geometry(cl
                 numpy.testing.assert_array_equal(npgpu.asnumpy(view(device) * 3.0 + 1.0), view(host) * 3.0 + 1.0)
                 numpy.testing.assert_array_equal(npgpu.asnumpy(view(small) * 3.0 + 1.0),
                                                  view(host.astype(numpy.float32)) * 3.0 + 1.0)
+
+
+def test_a_dtype_opencl_does_not_hold_is_refused_in_place_with_a_clear_error():
+    # a.dtype = <structured> would need a host copy, which a.dtype = ... can't be: TypeError, and the
+    # array keeps its dtype
+    import npgpu
+
+    with npgpu.enable("opencl", threshold=0):
+        a = npgpu.arange(10, dtype=numpy.float32)
+        with pytest.raises(TypeError, match="holds no arrays of"):
+            a.dtype = [("int", "<0i4"), ("float", "<2f4")]
+        assert a.dtype == numpy.float32 and numpy.asarray(a).tolist() == list(range(10))
