@@ -421,6 +421,8 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     @property
     def mT(self) -> DeviceArray:
+        if self.ndim < 2:  # (NumPy's error, not swapaxes')
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
         return _function(numpy.swapaxes, (self, -1, -2), {})
 
     @property

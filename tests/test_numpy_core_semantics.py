@@ -274,3 +274,12 @@ def test_setting_the_dtype_reads_the_memory_in_place(xp):
     except ValueError as error:
         errors.append(str(error))
     return a, before, c, errors
+
+
+@differential()
+def test_the_matrix_transpose_of_fewer_than_two_axes_raises_numpys_error(xp):
+    try:
+        xp.arange(48).mT  # noqa: B018
+    except ValueError as error:
+        return str(error)
+    return None
