@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..._errors import NeedsNumpyError
 from ...kernels import order as _order
-from ..base import Backend
+from ..base import Backend, axes_in_memory_order
 from .array import CLArray, _is_f_contiguous, _native_or_device, _norm_axes, _part
 from .routing import VIEW_FUNCTIONS, implements
 
@@ -90,8 +90,9 @@ class Movement(Backend):
         elif order == "A":
             order = "C"
         elif order == "K":  # a view where the axes, by their strides, are contiguous in memory
-            axes = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
-            a = a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
+            axes = axes_in_memory_order(a.shape, a.strides)  # (the upload's rule: npgpu/backends/base.py)
+            if axes is not None:
+                a = a.view(tuple(a.shape[i] for i in axes), tuple(a.strides[i] for i in axes), a.offset)
             if not a.c_contiguous:  # (NumPy's copy walks its iterator's order: reversed and zero strides)
                 raise NeedsNumpyError("ravel(order='K') of an array in no memory order: NumPy's copy")
             order, fortran = "C", False
